@@ -1,0 +1,24 @@
+// Unit tests import pure code; e2e tests talk to the built controller over HTTPS. Packages that
+// ship only ES modules (kubernetes-fluent-client and friends) are transformed too, as Pepr's docs say.
+const esmPackages = [
+  "pepr/src",
+  "kubernetes-fluent-client",
+  "@kubernetes/client-node",
+  "openid-client",
+  "oauth4webapi",
+  "jose",
+  "jsep",
+  "rfc4648",
+].join("|");
+
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: "node",
+  roots: ["<rootDir>/test"],
+  testMatch: ["**/*.test.ts"],
+  transform: {
+    "^.+\\.[tj]s$": ["ts-jest", { tsconfig: "tsconfig.test.json" }],
+  },
+  transformIgnorePatterns: [`node_modules/(?!(${esmPackages}))`],
+  testTimeout: 30000,
+};

@@ -1,0 +1,225 @@
+// The live cluster view used by the webhook. Everything a rule reads on the admission path comes
+// from caches that watches keep up to date in the admission process itself, so no request waits on
+// the API server. The only calls made during a request are the ones that must be (create a missing
+// ServiceAccount, ask a SubjectAccessReview), each bounded by API_BUDGET_MS, well under the webhook
+// timeout; answers are cached briefly.
+//
+// Staleness: a watch event reaches the cache typically within milliseconds; kubernetes-fluent-client
+// re-lists every 10 minutes and reconnects on errors. Before the first list completes, a kind has
+// "no data" (undefined), which rules treat as "not checked", never as "none exist".
+import { K8s, kind, type GenericClass, type KubernetesObject } from "kubernetes-fluent-client";
+import { WatchEvent } from "kubernetes-fluent-client/dist/fluent/watch.js";
+import type {
+  V1LimitRange,
+  V1Node,
+  V1ResourceQuota,
+  V1ServiceAccount,
+} from "@kubernetes/client-node";
+import {
+  namespaceInfoOf,
+  type ClusterView,
+  type EnsureResult,
+  type NamespaceInfo,
+  type SecretAccess,
+} from "./cluster";
+import type { KubeObject } from "./pod";
+
+/** Longest a request may wait on the API server; the webhook timeout (package.json) is 10 s. */
+export const API_BUDGET_MS = 3000;
+/** How long an answer from the API server (access review, ServiceAccount seen) is reused. */
+export const ANSWER_TTL_MS = 30_000;
+
+type Logger = { info: (o: object, m: string) => void; warn: (o: object, m: string) => void };
+
+/** Objects of one kind kept up to date by a watch; keyed "namespace/name". */
+export class WatchedStore<T extends KubernetesObject> {
+  readonly items = new Map<string, T>();
+  /** true once the first list has completed. */
+  synced = false;
+  /** Last error of the watch, cleared by the next successful list. */
+  lastError?: string;
+
+  constructor(
+    private readonly model: GenericClass,
+    private readonly what: string,
+    private readonly log?: Logger,
+  ) {}
+
+  static key(obj: { metadata?: { namespace?: string; name?: string } }): string {
+    return `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
+  }
+
+  /** Applies one watch event; public so tests can feed the store directly. */
+  apply(obj: T, phase: string): void {
+    if (phase === "DELETED") this.items.delete(WatchedStore.key(obj));
+    else this.items.set(WatchedStore.key(obj), obj);
+  }
+
+  async start(): Promise<void> {
+    const watcher = K8s<GenericClass, T>(this.model).Watch((obj, phase) => this.apply(obj, phase), {
+      resyncDelaySec: 2,
+    });
+    watcher.events.on(WatchEvent.LIST, () => {
+      this.synced = true;
+      this.lastError = undefined;
+    });
+    for (const ev of [WatchEvent.LIST_ERROR, WatchEvent.NETWORK_ERROR, WatchEvent.GIVE_UP]) {
+      watcher.events.on(ev, (err: unknown) => {
+        this.lastError = err instanceof Error ? err.message : String(err);
+        this.log?.warn({ what: this.what, error: this.lastError }, "cluster cache: watch error");
+      });
+    }
+    await watcher.start();
+  }
+
+  inNamespace(namespace: string): T[] {
+    const out: T[] = [];
+    for (const item of this.items.values())
+      if (item.metadata?.namespace === namespace) out.push(item);
+    return out;
+  }
+}
+
+/** Rejects after ms with a clear message; the API call itself is left to finish or fail. */
+export function withBudget<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${what}: no answer from the API server within ${ms} ms`)),
+      ms,
+    );
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export class LiveCluster implements ClusterView {
+  readonly source = "live" as const;
+  readonly namespaces: WatchedStore<KubernetesObject>;
+  readonly quotas: WatchedStore<V1ResourceQuota & KubernetesObject>;
+  readonly limitRangeStore: WatchedStore<V1LimitRange & KubernetesObject>;
+  readonly nodeStore: WatchedStore<V1Node & KubernetesObject>;
+  /** ServiceAccounts this process has seen or created: name → expiry. */
+  private readonly knownServiceAccounts = new Map<string, number>();
+  private readonly accessAnswers = new Map<string, { allowed: boolean; expires: number }>();
+
+  constructor(private readonly log?: Logger) {
+    this.namespaces = new WatchedStore(kind.Namespace, "namespaces", log);
+    this.quotas = new WatchedStore(kind.ResourceQuota, "resourcequotas", log);
+    this.limitRangeStore = new WatchedStore(kind.LimitRange, "limitranges", log);
+    this.nodeStore = new WatchedStore(kind.Node, "nodes", log);
+  }
+
+  /** Starts every watch; failures are logged and retried by the watcher, never thrown. */
+  start(): void {
+    for (const store of [this.namespaces, this.quotas, this.limitRangeStore, this.nodeStore]) {
+      store
+        .start()
+        .catch(e => this.log?.warn({ error: String(e) }, "cluster cache: watch failed to start"));
+    }
+  }
+
+  namespace(name: string): NamespaceInfo | undefined {
+    const ns = this.namespaces.items.get(`/${name}`);
+    return ns ? namespaceInfoOf(ns as KubeObject) : undefined;
+  }
+
+  resourceQuotas(namespace: string): V1ResourceQuota[] | undefined {
+    return this.quotas.synced ? this.quotas.inNamespace(namespace) : undefined;
+  }
+
+  limitRanges(namespace: string): V1LimitRange[] | undefined {
+    return this.limitRangeStore.synced ? this.limitRangeStore.inNamespace(namespace) : undefined;
+  }
+
+  nodes(): V1Node[] | undefined {
+    return this.nodeStore.synced ? [...this.nodeStore.items.values()] : undefined;
+  }
+
+  serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {
+    const expires = this.knownServiceAccounts.get(`${namespace}/${name}`);
+    return expires && expires > Date.now() ? { metadata: { namespace, name } } : undefined;
+  }
+
+  async ensureServiceAccount(
+    namespace: string,
+    name: string,
+    dryRun: boolean,
+  ): Promise<EnsureResult> {
+    const key = `${namespace}/${name}`;
+    if ((this.knownServiceAccounts.get(key) ?? 0) > Date.now()) return { state: "exists" };
+    if (dryRun) return { state: "would-create" };
+    try {
+      // Server-side apply: creates it when missing, leaves an existing one as it is.
+      await withBudget(
+        K8s(kind.ServiceAccount).Apply(
+          {
+            metadata: {
+              name,
+              namespace,
+              labels: { "app.kubernetes.io/managed-by": "admission-guard" },
+            },
+          },
+          { force: false },
+        ),
+        API_BUDGET_MS,
+        `creating ServiceAccount ${key}`,
+      );
+      this.knownServiceAccounts.set(key, Date.now() + 10 * ANSWER_TTL_MS);
+      return { state: "created" };
+    } catch (e) {
+      return { state: "failed", reason: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  async secretAccess(
+    namespace: string,
+    serviceAccount: string,
+    secrets: string[],
+  ): Promise<SecretAccess | undefined> {
+    const now = Date.now();
+    const allowed = new Map<string, boolean>();
+    const ask: string[] = [];
+    for (const secret of new Set(secrets)) {
+      const cached = this.accessAnswers.get(`${namespace}/${serviceAccount}/${secret}`);
+      if (cached && cached.expires > now) allowed.set(secret, cached.allowed);
+      else ask.push(secret);
+    }
+    if (!ask.length) return { allowed };
+    try {
+      // One SubjectAccessReview per secret name, all in flight at once: one round-trip per pod.
+      const answers = await withBudget(
+        Promise.all(
+          ask.map(secret =>
+            K8s(kind.SubjectAccessReview).Create({
+              apiVersion: "authorization.k8s.io/v1",
+              kind: "SubjectAccessReview",
+              spec: {
+                user: `system:serviceaccount:${namespace}:${serviceAccount}`,
+                groups: [
+                  "system:serviceaccounts",
+                  `system:serviceaccounts:${namespace}`,
+                  "system:authenticated",
+                ],
+                resourceAttributes: { namespace, verb: "get", resource: "secrets", name: secret },
+              },
+            } as kind.SubjectAccessReview),
+          ),
+        ),
+        API_BUDGET_MS,
+        `access review for ServiceAccount ${namespace}/${serviceAccount}`,
+      );
+      ask.forEach((secret, i) => {
+        const ok = answers[i]?.status?.allowed === true;
+        allowed.set(secret, ok);
+        this.accessAnswers.set(`${namespace}/${serviceAccount}/${secret}`, {
+          allowed: ok,
+          expires: now + ANSWER_TTL_MS,
+        });
+      });
+      return { allowed };
+    } catch (e) {
+      this.log?.warn({ error: String(e) }, "access review failed");
+      return undefined;
+    }
+  }
+}

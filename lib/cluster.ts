@@ -1,0 +1,144 @@
+// What rules need to know about the cluster, behind one interface with two implementations:
+// - the live view (lib/cluster-live.ts): caches filled by watches in the admission process, plus the
+//   few calls that must go to the API server (create a ServiceAccount, ask a SubjectAccessReview);
+// - the snapshot view (below): objects read from a file (`check --cluster FILE`) or given by tests.
+// Rules see only this interface, so the webhook and `check` run the very same code.
+import type {
+  V1LimitRange,
+  V1Node,
+  V1ResourceQuota,
+  V1ServiceAccount,
+} from "@kubernetes/client-node";
+import type { KubeObject } from "./pod";
+
+export interface NamespaceInfo {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** Result of asking whether a ServiceAccount may `get` some secrets. */
+export interface SecretAccess {
+  /** secret name → allowed. */
+  allowed: Map<string, boolean>;
+}
+
+/** Outcome of making sure a ServiceAccount exists. */
+export type EnsureResult =
+  | { state: "exists" }
+  | { state: "created" }
+  /** Offline: it does not exist and the webhook would create it. */
+  | { state: "would-create" }
+  | { state: "failed"; reason: string };
+
+export interface ClusterView {
+  /** "live" in the webhook, "snapshot" for `check` and unit tests. */
+  readonly source: "live" | "snapshot";
+  /** The namespace's labels and annotations; undefined when unknown (not in the cache or snapshot). */
+  namespace(name: string): NamespaceInfo | undefined;
+  /** ResourceQuotas of a namespace; undefined when there is no data (cache not synced, or none in the snapshot). */
+  resourceQuotas(namespace: string): V1ResourceQuota[] | undefined;
+  /** LimitRanges of a namespace; undefined when there is no data. */
+  limitRanges(namespace: string): V1LimitRange[] | undefined;
+  /** Every node; undefined when there is no data. */
+  nodes(): V1Node[] | undefined;
+  /** The ServiceAccount, null when known not to exist, undefined when unknown. */
+  serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined;
+  /** Make sure a ServiceAccount exists (live: server-side apply, bounded by the webhook budget). */
+  ensureServiceAccount(namespace: string, name: string, dryRun: boolean): Promise<EnsureResult>;
+  /**
+   * May `system:serviceaccount:<ns>:<sa>` get each of these secrets in the namespace?
+   * undefined when it cannot be known (API unreachable, no RBAC in the snapshot).
+   */
+  secretAccess(
+    namespace: string,
+    serviceAccount: string,
+    secrets: string[],
+  ): Promise<SecretAccess | undefined>;
+}
+
+const str = (m: unknown): Record<string, string> =>
+  m && typeof m === "object" && !Array.isArray(m) ? (m as Record<string, string>) : {};
+
+export function namespaceInfoOf(obj: KubeObject): NamespaceInfo {
+  return {
+    name: obj.metadata?.name ?? "",
+    labels: str(obj.metadata?.labels),
+    annotations: str(obj.metadata?.annotations),
+  };
+}
+
+/** Evaluates whether a subject may get secrets from RBAC objects; set by the RBAC module (lib/rbac.ts). */
+export type RbacEvaluator = (
+  objects: KubeObject[],
+  namespace: string,
+  serviceAccount: string,
+  secrets: string[],
+) => SecretAccess | undefined;
+
+/**
+ * A cluster as a list of objects: what `kubectl get ... -o yaml` prints. A kind that the snapshot
+ * holds no object of is "no data", never "none exist": rules must not deny for lack of data.
+ */
+export class SnapshotCluster implements ClusterView {
+  readonly source = "snapshot" as const;
+  private readonly byKind = new Map<string, KubeObject[]>();
+
+  constructor(
+    readonly objects: KubeObject[] = [],
+    private readonly rbac?: RbacEvaluator,
+  ) {
+    for (const obj of objects) {
+      if (!obj || typeof obj !== "object" || !obj.kind) continue;
+      const list = this.byKind.get(obj.kind) ?? [];
+      list.push(obj);
+      this.byKind.set(obj.kind, list);
+    }
+  }
+
+  /** Objects of a kind, undefined when the snapshot has none of that kind. */
+  ofKind<T = KubeObject>(kind: string, namespace?: string): T[] | undefined {
+    const list = this.byKind.get(kind);
+    if (!list) return undefined;
+    return (
+      namespace === undefined ? list : list.filter(o => o.metadata?.namespace === namespace)
+    ) as T[];
+  }
+
+  namespace(name: string): NamespaceInfo | undefined {
+    const ns = this.byKind.get("Namespace")?.find(o => o.metadata?.name === name);
+    return ns ? namespaceInfoOf(ns) : undefined;
+  }
+
+  resourceQuotas(namespace: string): V1ResourceQuota[] | undefined {
+    return this.ofKind<V1ResourceQuota>("ResourceQuota", namespace);
+  }
+
+  limitRanges(namespace: string): V1LimitRange[] | undefined {
+    return this.ofKind<V1LimitRange>("LimitRange", namespace);
+  }
+
+  nodes(): V1Node[] | undefined {
+    return this.ofKind<V1Node>("Node");
+  }
+
+  serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {
+    const all = this.ofKind<V1ServiceAccount>("ServiceAccount");
+    if (!all) return undefined;
+    return (
+      all.find(sa => sa.metadata?.namespace === namespace && sa.metadata?.name === name) ?? null
+    );
+  }
+
+  async ensureServiceAccount(namespace: string, name: string): Promise<EnsureResult> {
+    return this.serviceAccount(namespace, name) ? { state: "exists" } : { state: "would-create" };
+  }
+
+  async secretAccess(
+    namespace: string,
+    serviceAccount: string,
+    secrets: string[],
+  ): Promise<SecretAccess | undefined> {
+    return this.rbac?.(this.objects, namespace, serviceAccount, secrets);
+  }
+}

@@ -1,0 +1,140 @@
+// Where the pod spec lives in every kind we handle, and every container of a pod spec.
+// Pure: no Pepr, no I/O. Types are the API server's own (type-only import, erased at build).
+import type {
+  V1Container,
+  V1EphemeralContainer,
+  V1ObjectMeta,
+  V1PodSpec,
+} from "@kubernetes/client-node";
+
+/** The minimum every object we look at has. Everything may be missing: input is untrusted. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: V1ObjectMeta;
+  [key: string]: unknown;
+}
+
+/** Where a pod spec was found: the object, its metadata and the spec itself. */
+export interface PodTemplateRef {
+  /** The pod's or the template's metadata (labels, annotations of the pods that will run). */
+  metadata: V1ObjectMeta;
+  spec: V1PodSpec;
+  /** JSON path of the template for messages, e.g. "spec.template" or "spec.jobTemplate.spec.template"; "" for a Pod. */
+  path: string;
+}
+
+export type ContainerKind = "containers" | "initContainers" | "ephemeralContainers";
+
+export interface ContainerRef {
+  kind: ContainerKind;
+  index: number;
+  container: V1Container | V1EphemeralContainer;
+  /** JSON path for messages, e.g. "spec.containers[0]". */
+  path: string;
+}
+
+/** Kinds whose objects carry a pod template at spec.template. */
+export const TEMPLATE_KINDS = [
+  "Deployment",
+  "StatefulSet",
+  "DaemonSet",
+  "ReplicaSet",
+  "ReplicationController",
+  "Job",
+] as const;
+
+export const WORKLOAD_KINDS = [...TEMPLATE_KINDS, "CronJob"] as const;
+export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
+
+export function isPod(obj: KubeObject): boolean {
+  return obj.kind === "Pod";
+}
+
+export function isWorkload(obj: KubeObject): boolean {
+  return (WORKLOAD_KINDS as readonly string[]).includes(obj.kind ?? "");
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}
+
+/**
+ * The pod spec of a Pod or of a workload's pod template, or undefined when the object has none
+ * (an unknown kind, or a malformed object without spec). Missing metadata is created on the object
+ * so that callers can add labels; a missing spec is not invented.
+ */
+export function podTemplateOf(obj: KubeObject): PodTemplateRef | undefined {
+  if (!isRecord(obj)) return undefined;
+  if (obj.kind === "Pod") {
+    if (!isRecord(obj.spec)) return undefined;
+    if (!isRecord(obj.metadata)) obj.metadata = {};
+    return {
+      metadata: obj.metadata as V1ObjectMeta,
+      spec: obj.spec as unknown as V1PodSpec,
+      path: "",
+    };
+  }
+  let holder: unknown = obj.spec;
+  let path = "spec";
+  if (obj.kind === "CronJob") {
+    holder = isRecord(holder) && isRecord(holder.jobTemplate) ? holder.jobTemplate.spec : undefined;
+    path = "spec.jobTemplate.spec";
+  } else if (!(TEMPLATE_KINDS as readonly string[]).includes(obj.kind ?? "")) {
+    return undefined;
+  }
+  if (!isRecord(holder) || !isRecord(holder.template)) return undefined;
+  const template = holder.template;
+  if (!isRecord(template.spec)) return undefined;
+  if (!isRecord(template.metadata)) template.metadata = {};
+  return {
+    metadata: template.metadata as V1ObjectMeta,
+    spec: template.spec as unknown as V1PodSpec,
+    path: `${path}.template`,
+  };
+}
+
+/** Joins a template path and a field for messages: ("", "spec.x") → "spec.x"; ("spec.template", "spec.x") → "spec.template.spec.x". */
+export function fieldPath(template: PodTemplateRef, field: string): string {
+  return template.path ? `${template.path}.${field}` : field;
+}
+
+/**
+ * Every container of a pod spec, init and ephemeral ones included, in the order the kubelet
+ * knows them. Entries that are not objects are skipped (a malformed request must not crash us).
+ */
+export function containersOf(template: PodTemplateRef): ContainerRef[] {
+  const out: ContainerRef[] = [];
+  for (const kind of ["initContainers", "containers", "ephemeralContainers"] as const) {
+    const list = (template.spec as unknown as Record<string, unknown>)[kind];
+    if (!Array.isArray(list)) continue;
+    list.forEach((container, index) => {
+      if (!isRecord(container)) return;
+      out.push({
+        kind,
+        index,
+        container: container as unknown as V1Container,
+        path: fieldPath(template, `spec.${kind}[${index}]`),
+      });
+    });
+  }
+  return out;
+}
+
+/** A short human name for a container in messages: `container "trainer"` / `init container "setup"`. */
+export function describeContainer(ref: ContainerRef): string {
+  const label =
+    ref.kind === "containers"
+      ? "container"
+      : ref.kind === "initContainers"
+        ? "init container"
+        : "ephemeral container";
+  return `${label} "${ref.container.name ?? `#${ref.index}`}"`;
+}
+
+/** "Pod ml/trainer", "Deployment ml/gpt4-canary"; generateName and missing names handled. */
+export function describeObject(obj: KubeObject): string {
+  const meta = obj.metadata ?? {};
+  const name = meta.name || (meta.generateName ? `${meta.generateName}*` : "(unnamed)");
+  return `${obj.kind ?? "object"} ${meta.namespace ? `${meta.namespace}/` : ""}${name}`;
+}

@@ -1,0 +1,57 @@
+// The shape every policy area (capability) has. Rules are plain functions over plain objects:
+// no Pepr, no network — what they need from the cluster comes through ctx.cluster.
+import type { ClusterView, NamespaceInfo } from "./cluster";
+import type { KubeObject, PodTemplateRef } from "./pod";
+import type { Settings } from "./settings";
+import type { Change, Findings } from "./verdict";
+
+export type Operation = "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
+
+export interface RuleContext {
+  settings: Settings;
+  /** The object's namespace name ("" for cluster-scoped objects). */
+  namespaceName: string;
+  /** Its labels and annotations; undefined when not known (cache not synced, not in the snapshot). */
+  namespace?: NamespaceInfo;
+  cluster: ClusterView;
+  operation: Operation;
+  /** The stored object on UPDATE. */
+  oldObject?: KubeObject;
+  /** A dry-run request: no side effects (e.g. no ServiceAccount is created). */
+  dryRun: boolean;
+}
+
+/** A pod spec to fix or check, and the object it belongs to. */
+export interface PodTarget {
+  /** The Pod or the workload. */
+  object: KubeObject;
+  /** The pod spec and the metadata its pods carry (the Pod's own, or the template's). */
+  template: PodTemplateRef;
+  /** true for a workload's template: the fix is simulated on a copy to predict its pods. */
+  isTemplate: boolean;
+}
+
+export interface Policy {
+  /** The capability name used in every message: "security-context", "labels", ... */
+  name: string;
+  description: string;
+  /** Only act in these namespaces (empty or absent: every namespace not ignored). */
+  namespaces?: string[];
+  /**
+   * Fix a pod spec in place and say what was changed. Called on Pod CREATE (on the request's own
+   * copy) and on a copy of a workload's template. Must be idempotent and must not change what the
+   * user set explicitly. Must not throw on malformed input.
+   */
+  fix?(target: PodTarget, ctx: RuleContext): Change[] | Promise<Change[]>;
+  /**
+   * Check an object as it will be stored: a Pod (after all fixes), or a workload whose template
+   * copy has had all fixes applied (`target` set), or an object of `extraKinds` (`target` undefined).
+   */
+  check?(
+    object: KubeObject,
+    target: PodTarget | undefined,
+    ctx: RuleContext,
+  ): Findings | Promise<Findings>;
+  /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret). */
+  extraKinds?: string[];
+}

@@ -1,0 +1,225 @@
+// Typed settings: defaults here, overridden by the controller's environment (package.json
+// `pepr.env`, Helm values) or by a settings file for `check`. Validated once at start-up: a bad
+// setting stops start-up with a message naming it. Per-namespace choices (mode, required component,
+// service account, registries) are labels/annotations read by the rules, see NS_KEYS.
+import { z } from "zod";
+import { parse as parseYaml } from "yaml";
+
+export const MODES = ["enforce", "warn", "audit", "off"] as const;
+export type Mode = (typeof MODES)[number];
+
+/** Our labels and annotations on namespaces and objects. */
+export const NS_KEYS = {
+  /** Namespace label: enforce (default) | warn | audit | off. */
+  mode: "admission-guard.dev/mode",
+  /** Namespace label: the component value pods must carry, or "*" for any. */
+  requireComponent: "admission-guard.dev/require-component",
+  /** Namespace annotation: the ServiceAccount pods on "default" are moved to. */
+  serviceAccount: "admission-guard.dev/service-account",
+  /** Namespace annotation: comma-separated registries, narrowing registries.allowed for the namespace. */
+  allowedRegistries: "admission-guard.dev/allowed-registries",
+  /** Object annotation: what admission-guard changed, one capability/rule a line. */
+  fixed: "admission-guard.dev/fixed",
+} as const;
+
+const quantityLike = z.number().int().nonnegative();
+
+export const SettingsSchema = z.strictObject({
+  /** Mode of namespaces without the mode label. */
+  mode: z.enum(MODES).default("enforce"),
+  /** Extra namespaces never touched, besides the system ones. */
+  ignoredNamespaces: z.array(z.string()).default([]),
+  securityContext: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Fill unset restricted-level fields on Pod CREATE. Off: validate only. */
+      mutate: z.boolean().default(true),
+      runAsUser: z.number().int().min(1).default(1000),
+      runAsGroup: z.number().int().min(0).default(3000),
+      /** Paths that get an emptyDir when the root filesystem is made read-only. */
+      writablePaths: z.array(z.string().startsWith("/")).default(["/tmp"]),
+    })
+    .prefault({}),
+  labels: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      mutate: z.boolean().default(true),
+      /** Opt-in: drop the legacy `app` label after copying it (never on pods with an owner). */
+      removeLegacyAppLabel: z.boolean().default(false),
+    })
+    .prefault({}),
+  serviceAccount: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      mutate: z.boolean().default(true),
+      /** The dedicated ServiceAccount that replaces "default" (a namespace annotation may name another). */
+      name: z
+        .string()
+        .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
+        .default("workload"),
+      /** Keep the API server's injected token volume on pods that did not ask for a token. */
+      keepTokens: z.boolean().default(false),
+      /** Secret access check: off | warn (default) | enforce. */
+      secretAccess: z.enum(["off", "warn", "enforce"]).default("warn"),
+      /** Create the dedicated ServiceAccount when it does not exist. */
+      ensure: z.boolean().default(true),
+    })
+    .prefault({}),
+  resourceQuota: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      nodeFit: z.boolean().default(true),
+      /** When quota/node data cannot be had (cache not synced, API unreachable): allow with a warning, or deny. */
+      onUnavailable: z.enum(["allow", "deny"]).default("allow"),
+    })
+    .prefault({}),
+  registries: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Registry hosts or repository prefixes; empty: the rule is off. */
+      allowed: z.array(z.string().min(1)).default([]),
+      /** Registry (or repository prefix) → mirror prefix, e.g. {"docker.io": "harbor.internal/dockerhub"}. */
+      mirrors: z.record(z.string().min(1), z.string().min(1)).default({}),
+      requireDigest: z.boolean().default(false),
+      forbidLatest: z.boolean().default(false),
+    })
+    .prefault({}),
+  payload: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      maxObjectBytes: quantityLike.default(1024 * 1024),
+      maxEnvPerContainer: quantityLike.default(1000),
+      maxEnvFromPerContainer: quantityLike.default(50),
+      maxVolumes: quantityLike.default(100),
+      maxVolumeMountsPerContainer: quantityLike.default(100),
+      maxAnnotationBytes: quantityLike.default(256 * 1024),
+    })
+    .prefault({}),
+});
+
+export type Settings = z.infer<typeof SettingsSchema>;
+export type SettingsInput = z.input<typeof SettingsSchema>;
+
+export class SettingsError extends Error {
+  constructor(
+    readonly source: string,
+    readonly problems: string[],
+  ) {
+    super(`invalid admission-guard settings (${source}):\n  - ${problems.join("\n  - ")}`);
+    this.name = "SettingsError";
+  }
+}
+
+/** Validates raw settings (a parsed file or the environment's overrides). */
+export function parseSettings(raw: unknown, source = "settings"): Settings {
+  const result = SettingsSchema.safeParse(raw ?? {});
+  if (result.success) return result.data;
+  throw new SettingsError(
+    source,
+    result.error.issues.map(issue => {
+      const key = issue.path.join(".") || "(root)";
+      if (issue.code === "unrecognized_keys") {
+        const where = issue.path.length ? `${key}.` : "";
+        return `unknown setting ${issue.keys.map(k => `"${where}${k}"`).join(", ")}`;
+      }
+      return `${key}: ${issue.message}`;
+    }),
+  );
+}
+
+export const defaultSettings = (): Settings => parseSettings({}, "defaults");
+
+/** `securityContext.runAsUser` → `ADMISSION_GUARD_SECURITY_CONTEXT_RUN_AS_USER`. */
+export function envName(dotted: string): string {
+  return (
+    "ADMISSION_GUARD_" +
+    dotted
+      .split(".")
+      .map(part => part.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpperCase())
+      .join("_")
+  );
+}
+
+/** Every settable leaf key, dotted, from the defaults (`registries.allowed`, `mode`, ...). */
+export function settingKeys(settings: Settings = defaultSettings()): string[] {
+  const keys: string[] = [];
+  for (const [key, value] of Object.entries(settings)) {
+    if (value && typeof value === "object" && !Array.isArray(value)) {
+      for (const sub of Object.keys(value)) keys.push(`${key}.${sub}`);
+    } else {
+      keys.push(key);
+    }
+  }
+  return keys;
+}
+
+/**
+ * Settings from the environment: `ADMISSION_GUARD_SETTINGS` (a JSON or YAML document with the
+ * whole or part of the settings), then one variable per key (`ADMISSION_GUARD_REGISTRIES_ALLOWED`)
+ * whose value is YAML (`[ghcr.io, quay.io]`, `true`, `1000`) or, for lists, comma-separated.
+ * An ADMISSION_GUARD_* variable that names no setting is an error, not silently ignored.
+ */
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  const problems: string[] = [];
+  let raw: Record<string, unknown> = {};
+  const doc = env.ADMISSION_GUARD_SETTINGS;
+  if (doc && doc.trim()) {
+    try {
+      const parsed = parseYaml(doc);
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) raw = parsed;
+      else problems.push("ADMISSION_GUARD_SETTINGS: must be a JSON or YAML mapping");
+    } catch (e) {
+      problems.push(`ADMISSION_GUARD_SETTINGS: not JSON or YAML (${(e as Error).message})`);
+    }
+  }
+  const defaults = defaultSettings();
+  const byEnv = new Map(settingKeys(defaults).map(k => [envName(k), k]));
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith("ADMISSION_GUARD_") || name === "ADMISSION_GUARD_SETTINGS") continue;
+    if (value === undefined) continue;
+    const dotted = byEnv.get(name);
+    if (!dotted) {
+      problems.push(`${name}: names no setting (known: ${[...byEnv.keys()].join(", ")})`);
+      continue;
+    }
+    const [section, key] = dotted.split(".");
+    const defaultValue = key
+      ? (defaults as unknown as Record<string, Record<string, unknown>>)[section][key]
+      : (defaults as Record<string, unknown>)[section];
+    const parsedValue = parseEnvValue(value, Array.isArray(defaultValue));
+    if (key) {
+      const sectionObj = (raw[section] ?? {}) as Record<string, unknown>;
+      sectionObj[key] = parsedValue;
+      raw[section] = sectionObj;
+    } else {
+      raw[section] = parsedValue;
+    }
+  }
+  if (problems.length) throw new SettingsError("environment", problems);
+  return parseSettings(raw, "environment");
+}
+
+function parseEnvValue(value: string, wantsList: boolean): unknown {
+  const trimmed = value.trim();
+  if (wantsList && !trimmed.startsWith("[")) {
+    return trimmed === ""
+      ? []
+      : trimmed
+          .split(",")
+          .map(s => s.trim())
+          .filter(Boolean);
+  }
+  try {
+    return parseYaml(trimmed);
+  } catch {
+    return trimmed;
+  }
+}
+
+/** Namespaces admission-guard never touches, whatever the settings say. */
+export const SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "pepr-system"];
+
+export function isIgnoredNamespace(ns: string | undefined, settings: Settings): boolean {
+  if (!ns) return false;
+  return SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns);
+}

@@ -1,0 +1,56 @@
+// What a rule says about an object: the changes it made (mutation) and the violations it found
+// (validation), and the one message format every front door prints.
+
+/** A mutation a rule applied (to a Pod) or would apply (to the pods of a workload template). */
+export interface Change {
+  capability: string;
+  rule: string;
+  /** What was set, with the field path and the value: `spec.containers[0].securityContext.runAsNonRoot=true`. */
+  message: string;
+}
+
+/** Something a rule cannot fix. `message` says what is wrong with names and numbers; `fix` says how to fix it. */
+export interface Violation {
+  capability: string;
+  rule: string;
+  message: string;
+  fix: string;
+  /**
+   * "deny" (default): denied in enforce mode. "warn": never denies, always reported as a warning
+   * (a rule whose default severity is a warning, e.g. secret access unless a setting enforces it).
+   */
+  severity?: "deny" | "warn";
+}
+
+/** What one capability found on one object. */
+export interface Findings {
+  changes: Change[];
+  violations: Violation[];
+  /** Notes that are neither changes nor violations ("quota not checked: no quota data yet"). */
+  warnings: string[];
+}
+
+export const emptyFindings = (): Findings => ({ changes: [], violations: [], warnings: [] });
+
+export function mergeFindings(into: Findings, from: Findings): Findings {
+  into.changes.push(...from.changes);
+  into.violations.push(...from.violations);
+  into.warnings.push(...from.warnings);
+  return into;
+}
+
+/** `admission-guard/<capability>: <what is wrong>. Fix: <how>` — the one denial format. */
+export function formatViolation(v: Violation): string {
+  const what = v.message.replace(/\.\s*$/, "");
+  return `admission-guard/${v.capability}: ${what}. Fix: ${v.fix}`;
+}
+
+/** A change as a warning line: what will be or was fixed. */
+export function formatChange(c: Change): string {
+  return `admission-guard/${c.capability}: fixed ${c.message}`;
+}
+
+/** A workload's template change as a warning: its pods will be fixed at creation. */
+export function formatPendingChange(c: Change): string {
+  return `admission-guard/${c.capability}: its pods will get ${c.message}`;
+}

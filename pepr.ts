@@ -1,0 +1,30 @@
+// The admission-guard Pepr module: the webhook front door. Settings come from the controller's
+// environment (package.json `pepr.env`, Helm values) and are validated before anything starts.
+import { Log, PeprModule } from "pepr";
+import cfg from "./package.json";
+import { policies } from "./capabilities";
+import { LiveCluster } from "./lib/cluster-live";
+import { capabilityFor } from "./lib/pepr-adapter";
+import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
+
+function loadSettings(): Settings {
+  try {
+    return settingsFromEnv();
+  } catch (e) {
+    // A bad setting stops start-up, naming it: better a crash-looping pod with a clear log than
+    // a webhook that silently enforces something else.
+    Log.error(e instanceof SettingsError ? e.message : String(e));
+    process.exit(1);
+  }
+}
+
+const settings = loadSettings();
+const cluster = new LiveCluster(Log);
+// The caches live in the admission process (not in a Watch binding, which runs in the watcher pod).
+// At build time Pepr only loads the module to read its bindings: no cluster then.
+if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
+
+new PeprModule(
+  cfg,
+  policies.map(policy => capabilityFor(policy, { settings, cluster, policies })),
+);

@@ -1,0 +1,12 @@
+// `pepr build` exits 0 even when TypeScript fails, writing no bundle: fail loudly instead.
+import { existsSync, readFileSync } from "node:fs";
+
+const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+const bundle = new URL(`../dist/pepr-${pepr.uuid}.js`, import.meta.url);
+if (!existsSync(bundle)) {
+  console.error(
+    `build failed: ${bundle.pathname} was not written (see the TypeScript errors above)`,
+  );
+  process.exit(1);
+}
+console.log(`bundle ok: dist/pepr-${pepr.uuid}.js`);
