@@ -24,7 +24,12 @@ const cluster = new LiveCluster(Log);
 // At build time Pepr only loads the module to read its bindings: no cluster then.
 if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
 
-new PeprModule(
+const module = new PeprModule(
   cfg,
   policies.map(policy => capabilityFor(policy, { settings, cluster, policies })),
+  { deferStart: true },
 );
+// Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
+// and the demo run several controllers side by side on one machine.
+if (process.env.PEPR_MODE !== "build")
+  module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));

@@ -129,6 +129,9 @@ export function parseSettings(raw: unknown, source = "settings"): Settings {
 
 export const defaultSettings = (): Settings => parseSettings({}, "defaults");
 
+/** Variables of the controller process that are not policy settings. */
+export const RUNTIME_ENV = ["ADMISSION_GUARD_SETTINGS", "ADMISSION_GUARD_PORT"];
+
 /** `securityContext.runAsUser` → `ADMISSION_GUARD_SECURITY_CONTEXT_RUN_AS_USER`. */
 export function envName(dotted: string): string {
   return (
@@ -175,7 +178,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
   const defaults = defaultSettings();
   const byEnv = new Map(settingKeys(defaults).map(k => [envName(k), k]));
   for (const [name, value] of Object.entries(env)) {
-    if (!name.startsWith("ADMISSION_GUARD_") || name === "ADMISSION_GUARD_SETTINGS") continue;
+    if (!name.startsWith("ADMISSION_GUARD_") || RUNTIME_ENV.includes(name)) continue;
     if (value === undefined) continue;
     const dotted = byEnv.get(name);
     if (!dotted) {
