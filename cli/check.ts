@@ -3,7 +3,7 @@
 // fixed and what would be denied with its fix. Offline and light: no Pepr, no cluster client.
 import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { isDeepStrictEqual, parseArgs } from "node:util";
+import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { SnapshotCluster } from "../lib/cluster";
 import { review } from "../lib/engine";
@@ -16,6 +16,7 @@ import {
   loadManifests,
   renderManifest,
   replaceObjects,
+  sameData,
   STDIN,
   type ManifestFile,
 } from "./manifests";
@@ -100,14 +101,17 @@ export function parseCheckArgs(argv: string[]): CheckOptions {
 /** Reads --settings; a bad file or a bad setting is an error naming it. */
 async function loadSettings(file: string | undefined, cwd: string): Promise<Settings> {
   if (!file) return parseSettings({}, "defaults");
+  let text: string;
+  try {
+    text = await readFile(resolve(cwd, file), "utf8");
+  } catch (e) {
+    throw new UsageError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code})`);
+  }
   let raw: unknown;
   try {
-    raw = parseYaml(await readFile(resolve(cwd, file), "utf8"));
+    raw = parseYaml(text);
   } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    throw new UsageError(
-      `${file}: ${err.code ? `cannot read (${err.code})` : `not valid YAML or JSON: ${err.message.split("\n")[0]}`}`,
-    );
+    throw new UsageError(`${file}: not valid YAML or JSON: ${(e as Error).message.split("\n")[0]}`);
   }
   if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw)))
     throw new UsageError(`${file}: settings must be a mapping of the module's setting keys`);
@@ -239,7 +243,7 @@ async function writeFixes(
   for (const { input, review: r } of results) {
     if (r.object === input) continue;
     const committed = forCommit(r.object, input);
-    if (!isDeepStrictEqual(committed, input)) reviewed.set(input, committed);
+    if (!sameData(committed, input)) reviewed.set(input, committed);
   }
   for (const file of files) {
     if (file.file === STDIN) {

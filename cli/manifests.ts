@@ -4,7 +4,6 @@
 // and the document (`examples/bad.yaml: document 2: ...`), never an exception.
 import { readdir, readFile, stat } from "node:fs/promises";
 import { extname, join, relative, resolve } from "node:path";
-import { isDeepStrictEqual } from "node:util";
 import { isMap, isPair, isScalar, isSeq, parseAllDocuments, type Document } from "yaml";
 import type { KubeObject } from "../lib/pod";
 
@@ -39,6 +38,12 @@ export interface ManifestFile {
 
 export const STDIN = "<stdin>";
 const MANIFEST_EXTENSIONS = [".yaml", ".yml", ".json"];
+
+/**
+ * Same plain data. Compared as JSON, not with isDeepStrictEqual: objects cloned in another realm
+ * (structuredClone under a test runner's VM) have other prototypes but are the same manifest.
+ */
+export const sameData = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** `examples/x.yaml: document 2, item 3` */
 export function describeSource(s: Source): string {
@@ -262,7 +267,7 @@ export function renderManifest(file: ManifestFile, values: unknown[]): string {
   if (file.format === "json") return JSON.stringify(values[0], null, 2) + "\n";
   return file.yamlDocs
     .map((doc, i) => {
-      if (!isDeepStrictEqual(file.values[i], values[i])) {
+      if (!sameData(file.values[i], values[i])) {
         doc.contents = updateNode(doc, doc.contents, values[i]) as Document["contents"];
       }
       return doc.toString({ lineWidth: 0, indentSeq: file.indentSeq });
