@@ -195,7 +195,7 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const inputNamespaces = files
     .flatMap(f => f.objects.map(o => o.object))
     .filter(o => o.kind === "Namespace" && !known.has(o.metadata?.name));
-  const cluster = new SnapshotCluster([...clusterObjects, ...inputNamespaces]);
+  const cluster = new SnapshotCluster([...clusterObjects, ...inputNamespaces], io.rbac);
 
   const results: Checked[] = [];
   let internalErrors = 0;

@@ -1,4 +1,5 @@
 // What the command line touches outside itself, injectable so tests run `main` in-process.
+import type { RbacEvaluator } from "../lib/cluster";
 import type { Policy } from "../lib/policy";
 
 export interface Output {
@@ -16,6 +17,8 @@ export interface CliIO {
   env: Record<string, string | undefined>;
   /** The rules to run; the module's own list (capabilities/index.ts) unless a test gives others. */
   policies: Policy[];
+  /** Answers "may this ServiceAccount get these secrets?" from the snapshot's RBAC objects. */
+  rbac?: RbacEvaluator;
 }
 
 export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {

@@ -179,6 +179,7 @@ export interface LoadOptions {
 export async function loadManifests(paths: string[], opts: LoadOptions): Promise<ManifestFile[]> {
   const out: ManifestFile[] = [];
   let stdinRead = false;
+  const seen = new Set<string>(); // a file named twice (a.yaml and ./a.yaml, or inside a dir) is read once
   const failed = (file: string, message: string) => {
     const m = parseManifest("", file);
     m.errors.push(`${file}: ${message}`);
@@ -203,7 +204,8 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
       failed(given, "no .yaml, .yml or .json files in this directory");
       continue;
     }
-    for (const file of files) {
+    for (const file of files.filter(f => !seen.has(f))) {
+      seen.add(file);
       // Shown as the user named it: the path given, or the given directory joined with the rest.
       const shown = file === abs ? given : join(given, relative(abs, file));
       try {

@@ -103,6 +103,12 @@ describe("check: inputs", () => {
     ]);
   });
 
+  it("reads a file named twice only once", async () => {
+    const dir = tempTree({ "m/a.yaml": demoPodYaml("a") });
+    const r = await run(["check", "-o", "json", "m/a.yaml", "./m/a.yaml", "m"], { cwd: dir });
+    expect(r.json.map(j => j.name)).toEqual(["a"]);
+  });
+
   it("puts objects without a namespace in --namespace (default: default)", async () => {
     const dir = tempTree({ "pod.yaml": demoPodYaml("nameless", { namespace: "" }) });
     const inDefault = await run(["check", "-o", "json", "pod.yaml"], { cwd: dir });

@@ -38,6 +38,28 @@ describe("admission-guard as a process", () => {
   });
 });
 
+describe("check stays light and offline", () => {
+  it("loads no Pepr and no cluster client", async () => {
+    const script = [
+      'import { createRequire } from "node:module";',
+      'import { register } from "tsx/cjs/api";',
+      "register();",
+      'const require = createRequire(process.cwd() + "/");',
+      'require("./cli/main.ts");',
+      "console.log(JSON.stringify(Object.keys(require.cache)));",
+    ].join("\n");
+    const { stdout } = await exec(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: root,
+    });
+    const loaded: string[] = JSON.parse(stdout);
+    expect(loaded.some(f => f.endsWith(join("cli", "check.ts")))).toBe(true);
+    const heavy = loaded.filter(f =>
+      /node_modules[\\/](pepr|kubernetes-fluent-client|@kubernetes[\\/]client-node)[\\/]/.test(f),
+    );
+    expect(heavy).toEqual([]);
+  });
+});
+
 describe("the examples", () => {
   it("are the seeds' workloads, read without errors, with their namespaces in the cluster snapshot", async () => {
     const files = ["gpt4-canary", "llamaindex-trainer", "mlflow-train"].map(
