@@ -154,21 +154,24 @@ function forCommit(fixed: KubeObject, original: KubeObject): KubeObject {
 export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const err = (line: string) => io.stderr.write(line + "\n");
   let opts: CheckOptions;
-  let settings: Settings;
   try {
     opts = parseCheckArgs(argv);
-    if (opts.help) {
-      io.stdout.write(CHECK_USAGE);
-      return 0;
-    }
+  } catch (e) {
+    err(`admission-guard check: ${(e as Error).message}`);
+    err("Run admission-guard check --help for usage.");
+    return 2;
+  }
+  if (opts.help) {
+    io.stdout.write(CHECK_USAGE);
+    return 0;
+  }
+  let settings: Settings;
+  try {
     settings = await loadSettings(opts.settingsFile, io.cwd);
   } catch (e) {
-    if (e instanceof UsageError || e instanceof SettingsError) {
-      err(`admission-guard check: ${e.message}`);
-      if (e instanceof UsageError && !e.message.includes(":")) err("Run with --help for usage.");
-      return 2;
-    }
-    throw e;
+    if (!(e instanceof UsageError || e instanceof SettingsError)) throw e;
+    err(`admission-guard check: ${e.message}`);
+    return 2;
   }
 
   const load = (paths: string[]) =>
@@ -246,16 +249,17 @@ async function writeFixes(
     if (!sameData(committed, input)) reviewed.set(input, committed);
   }
   for (const file of files) {
+    const changed = file.objects.filter(o => reviewed.has(o.object)).length;
+    if (file.errors.length) {
+      if (changed || file.file === STDIN)
+        note(`not fixed: ${file.file} (it has errors, see above)`);
+      continue;
+    }
     if (file.file === STDIN) {
       io.stdout.write(renderManifest(file, replaceObjects(file, reviewed)));
       continue;
     }
-    const changed = file.objects.filter(o => reviewed.has(o.object)).length;
     if (!changed || !file.path) continue;
-    if (file.errors.length) {
-      note(`not fixed: ${file.file} (it has errors, see above)`);
-      continue;
-    }
     await writeFile(file.path, renderManifest(file, replaceObjects(file, reviewed)));
     note(`fixed: ${file.file} (${changed} object${changed === 1 ? "" : "s"} changed)`);
   }

@@ -66,6 +66,12 @@ function notAnObject(value: unknown): string | undefined {
     return "has no kind, so it is not a Kubernetes object (set kind and apiVersion)";
   if (value.metadata !== undefined && value.metadata !== null && !isRecord(value.metadata))
     return `${value.kind}: metadata is ${typeName(value.metadata)}, not a mapping`;
+  const meta = (value.metadata ?? {}) as Record<string, unknown>;
+  for (const field of ["name", "namespace", "generateName"]) {
+    const v = meta[field];
+    if (v !== undefined && v !== null && typeof v !== "string")
+      return `${value.kind}: metadata.${field} is ${typeName(v)}, not a string`;
+  }
   return undefined;
 }
 

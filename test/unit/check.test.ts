@@ -321,6 +321,13 @@ describe("check: --fix", () => {
     expect(r.stderr).toMatch(/allowed\s+Pod pepr-demo\/p/);
   });
 
+  it("does not print fixed YAML for stdin that has errors", async () => {
+    const r = await run(["check", "--fix", "-"], { stdin: `${demoPodYaml("p")}---\nkind: [\n` });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(/not fixed: <stdin>/);
+  });
+
   it("does not rewrite a file that has errors", async () => {
     const content = `${demoPodYaml("p")}---\nkind: [\n`;
     const dir = tempTree({ "half.yaml": content });
@@ -346,6 +353,11 @@ describe("check: errors and exit codes", () => {
     ["a scalar document", "just a string\n", /bad\.yaml: document 2: a string, not a Kubernetes/],
     ["a list document", "- kind: Pod\n", /bad\.yaml: document 2: a list, not a Kubernetes/],
     ["metadata that is not a mapping", "kind: Pod\nmetadata: x\n", /document 2: Pod: metadata/],
+    [
+      "a namespace that is not a string",
+      "kind: Pod\nmetadata: {namespace: 5}\n",
+      /document 2: Pod: metadata\.namespace is a number/,
+    ],
     [
       "a List item without kind",
       "kind: List\nitems: [{kind: Pod, spec: {}}, {a: 1}]\n",
