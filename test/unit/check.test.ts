@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
-import { HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
+import { helloPepr, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
 import { demoPodYaml, run, tempTree } from "./check-helpers";
 
 const deployment = `apiVersion: apps/v1
@@ -264,6 +264,31 @@ describe("check: reports", () => {
     expect(out).not.toContain("\u001b[");
     const tty = await run(["check", "all.yaml"], { cwd: dir, tty: true });
     expect(tty.stdout).toContain("\u001b[31mDENIED");
+  });
+});
+
+describe("check: text report in warn mode", () => {
+  it("shows violations as warnings with their fix, and notes", async () => {
+    const noting = {
+      name: "noting",
+      description: "adds a note",
+      check: () => ({ changes: [], violations: [], warnings: ["quota not checked: no data"] }),
+    };
+    const dir = tempTree({
+      "pod.yaml": demoPodYaml("p", { deny: true }),
+      "ns.json": nsList({ "admission-guard.dev/mode": "warn" }),
+    });
+    const r = await run(["check", "--cluster", "ns.json", "pod.yaml"], {
+      cwd: dir,
+      policies: [helloPepr, noting],
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/allowed\s+Pod pepr-demo\/p \(namespace mode warn\)/);
+    expect(r.stdout).toMatch(/warning\s+hello-pepr\/no-deny-label: .*\n\s+Fix: remove the label/);
+    expect(r.stdout).toMatch(/note\s+quota not checked: no data/);
+    // Each finding once: the warning lines that restate a change or a violation are not repeated.
+    expect(r.stdout.match(/no-deny-label/g)).toHaveLength(1);
+    expect(r.stdout.match(/hello-pepr\/greet:/g)).toHaveLength(1);
   });
 });
 
