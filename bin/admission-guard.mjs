@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // `npx admission-guard check ...`: runs the TypeScript sources directly through tsx, so the
-// command works right after `npm ci`, with no build step.
-import { register } from "tsx/esm/api";
+// command works right after `npm ci`, with no build step. The sources are CommonJS to Node (the
+// package has no "type": "module"), so they are loaded through tsx's require hook.
+import { createRequire } from "node:module";
+import { register } from "tsx/cjs/api";
 
 register();
-const { main } = await import("../cli/main.ts");
+const { main } = createRequire(import.meta.url)("../cli/main.ts");
 process.exitCode = await main(process.argv.slice(2));

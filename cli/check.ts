@@ -1,0 +1,266 @@
+// `admission-guard check`: the offline front door. Reads manifests, runs every object through the
+// engine's review() — the same rules, in the same order, as the webhook — and prints what would be
+// fixed and what would be denied with its fix. Offline and light: no Pepr, no cluster client.
+import { readFile, writeFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { parse as parseYaml } from "yaml";
+import { SnapshotCluster } from "../lib/cluster";
+import { review } from "../lib/engine";
+import type { KubeObject } from "../lib/pod";
+import type { Operation } from "../lib/policy";
+import { NS_KEYS, parseSettings, SettingsError, type Settings } from "../lib/settings";
+import type { CliIO } from "./io";
+import {
+  describeSource,
+  loadManifests,
+  renderManifest,
+  replaceObjects,
+  sameData,
+  STDIN,
+  type ManifestFile,
+} from "./manifests";
+import { styleFor, textBlock, textSummary, toJson, type Checked } from "./report";
+
+export const CHECK_USAGE = `Usage: admission-guard check [options] FILE|DIR|- ...
+
+Runs admission-guard's rules on manifests, offline: prints what would be fixed, and what would be
+denied with how to fix it. Reads YAML (multi-document), JSON and List objects (helm template,
+kubectl get -o yaml, mlflow run --dry-run); directories recursively (.yaml, .yml, .json); - is stdin.
+
+Options:
+  -n, --namespace NS       namespace of objects that have none (default "default")
+      --settings FILE      admission-guard settings (YAML or JSON, the module's keys)
+      --cluster FILE|DIR   cluster objects as kubectl get -o yaml prints them: Namespaces (their
+                           mode and policy labels), ResourceQuotas, LimitRanges, Nodes,
+                           ServiceAccounts, RBAC. Repeatable.
+      --operation OP       CREATE (default) or UPDATE
+  -o, --output FORMAT      text (default) or json (one object per line)
+      --fix                write the fixed manifests back to their files (stdin: to stdout)
+  -h, --help               this help
+
+Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or parse errors.
+`;
+
+export class UsageError extends Error {}
+
+interface CheckOptions {
+  inputs: string[];
+  namespace: string;
+  settingsFile?: string;
+  clusterPaths: string[];
+  operation: Operation;
+  output: "text" | "json";
+  fix: boolean;
+  help: boolean;
+}
+
+export function parseCheckArgs(argv: string[]): CheckOptions {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        namespace: { type: "string", short: "n", default: "default" },
+        settings: { type: "string" },
+        cluster: { type: "string", multiple: true, default: [] },
+        operation: { type: "string", default: "CREATE" },
+        output: { type: "string", short: "o", default: "text" },
+        fix: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const operation = values.operation.toUpperCase();
+  if (operation !== "CREATE" && operation !== "UPDATE")
+    throw new UsageError(`--operation must be CREATE or UPDATE, not "${values.operation}"`);
+  if (values.output !== "text" && values.output !== "json")
+    throw new UsageError(`--output must be text or json, not "${values.output}"`);
+  if (!values.namespace) throw new UsageError("--namespace must not be empty");
+  if (values.cluster.includes("-"))
+    throw new UsageError("--cluster reads files or directories, not stdin");
+  if (!values.help && positionals.length === 0)
+    throw new UsageError("no input: give manifest files, directories, or - for stdin");
+  return {
+    inputs: positionals,
+    namespace: values.namespace,
+    settingsFile: values.settings,
+    clusterPaths: values.cluster,
+    operation,
+    output: values.output,
+    fix: values.fix,
+    help: values.help,
+  };
+}
+
+/** Reads --settings; a bad file or a bad setting is an error naming it. */
+async function loadSettings(file: string | undefined, cwd: string): Promise<Settings> {
+  if (!file) return parseSettings({}, "defaults");
+  let text: string;
+  try {
+    text = await readFile(resolve(cwd, file), "utf8");
+  } catch (e) {
+    throw new UsageError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code})`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new UsageError(`${file}: not valid YAML or JSON: ${(e as Error).message.split("\n")[0]}`);
+  }
+  if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw)))
+    throw new UsageError(`${file}: settings must be a mapping of the module's setting keys`);
+  return parseSettings(raw ?? {}, file);
+}
+
+/** Kinds without a namespace, so the report does not invent one for them. */
+const CLUSTER_SCOPED = new Set([
+  "Namespace",
+  "Node",
+  "ClusterRole",
+  "ClusterRoleBinding",
+  "PersistentVolume",
+  "StorageClass",
+  "PriorityClass",
+  "CustomResourceDefinition",
+  "MutatingWebhookConfiguration",
+  "ValidatingWebhookConfiguration",
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
+  "RuntimeClass",
+  "IngressClass",
+]);
+
+/**
+ * The manifest to commit: the reviewed object without admission-guard's trace annotation, which
+ * records changes made at admission — once in the manifest, the values are the user's own.
+ */
+function forCommit(fixed: KubeObject, original: KubeObject): KubeObject {
+  const annotations = fixed.metadata?.annotations;
+  if (!annotations || !(NS_KEYS.fixed in annotations)) return fixed;
+  if (original.metadata?.annotations?.[NS_KEYS.fixed] !== undefined) return fixed;
+  const copy = structuredClone(fixed);
+  delete copy.metadata!.annotations![NS_KEYS.fixed];
+  if (!Object.keys(copy.metadata!.annotations!).length && !original.metadata?.annotations)
+    delete copy.metadata!.annotations;
+  return copy;
+}
+
+export async function runCheck(argv: string[], io: CliIO): Promise<number> {
+  const err = (line: string) => io.stderr.write(line + "\n");
+  let opts: CheckOptions;
+  try {
+    opts = parseCheckArgs(argv);
+  } catch (e) {
+    err(`admission-guard check: ${(e as Error).message}`);
+    err("Run admission-guard check --help for usage.");
+    return 2;
+  }
+  if (opts.help) {
+    io.stdout.write(CHECK_USAGE);
+    return 0;
+  }
+  let settings: Settings;
+  try {
+    settings = await loadSettings(opts.settingsFile, io.cwd);
+  } catch (e) {
+    if (!(e instanceof UsageError || e instanceof SettingsError)) throw e;
+    err(`admission-guard check: ${e.message}`);
+    return 2;
+  }
+
+  const load = (paths: string[]) =>
+    loadManifests(paths, { cwd: io.cwd, readStdin: () => io.readStdin() });
+
+  // The cluster snapshot: a broken one would make every verdict wrong, so it stops the run.
+  const clusterFiles = await load(opts.clusterPaths);
+  const clusterErrors = clusterFiles.flatMap(f => f.errors);
+  if (clusterErrors.length) {
+    for (const e of clusterErrors) err(`admission-guard check: --cluster ${e}`);
+    return 2;
+  }
+  const clusterObjects = clusterFiles.flatMap(f => f.objects.map(o => o.object));
+
+  const files = await load(opts.inputs);
+  const errors = files.flatMap(f => f.errors);
+  for (const e of errors) err(`admission-guard check: ${e}`);
+
+  // Namespaces created by the manifests themselves count as cluster objects, unless the snapshot
+  // already has them (then the snapshot is what the cluster really holds).
+  const known = new Set(
+    clusterObjects.filter(o => o.kind === "Namespace").map(o => o.metadata?.name),
+  );
+  const inputNamespaces = files
+    .flatMap(f => f.objects.map(o => o.object))
+    .filter(o => o.kind === "Namespace" && !known.has(o.metadata?.name));
+  const cluster = new SnapshotCluster([...clusterObjects, ...inputNamespaces], io.rbac);
+
+  const results: Checked[] = [];
+  let internalErrors = 0;
+  for (const file of files) {
+    for (const { source, object } of file.objects) {
+      try {
+        const r = await review(io.policies, object, {
+          settings,
+          cluster,
+          operation: opts.operation,
+          namespace: CLUSTER_SCOPED.has(object.kind ?? "") ? "" : opts.namespace,
+        });
+        results.push({ source, input: object, review: r });
+      } catch (e) {
+        internalErrors++;
+        err(`admission-guard check: ${describeSource(source)}: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  // With --fix on stdin, stdout carries the fixed YAML, so the report moves to stderr.
+  const fixesToStdout = opts.fix && files.some(f => f.file === STDIN);
+  const report = fixesToStdout ? io.stderr : io.stdout;
+  if (opts.output === "json") {
+    for (const c of results) report.write(JSON.stringify(toJson(c)) + "\n");
+  } else {
+    const style = styleFor(Boolean(report.isTTY) && !io.env.NO_COLOR);
+    for (const c of results.filter(c => c.review.handled)) report.write(textBlock(c, style) + "\n");
+    report.write(textSummary(results, style) + "\n");
+  }
+
+  if (opts.fix) await writeFixes(files, results, io, line => report.write(line + "\n"));
+
+  if (errors.length || internalErrors) return 2;
+  return results.some(c => !c.review.allowed) ? 1 : 0;
+}
+
+async function writeFixes(
+  files: ManifestFile[],
+  results: Checked[],
+  io: CliIO,
+  note: (line: string) => unknown,
+): Promise<void> {
+  const reviewed = new Map<KubeObject, KubeObject>();
+  for (const { input, review: r } of results) {
+    if (r.object === input) continue;
+    const committed = forCommit(r.object, input);
+    if (!sameData(committed, input)) reviewed.set(input, committed);
+  }
+  for (const file of files) {
+    const changed = file.objects.filter(o => reviewed.has(o.object)).length;
+    if (file.errors.length) {
+      if (changed || file.file === STDIN)
+        note(`not fixed: ${file.file} (it has errors, see above)`);
+      continue;
+    }
+    if (file.file === STDIN) {
+      io.stdout.write(renderManifest(file, replaceObjects(file, reviewed)));
+      continue;
+    }
+    if (!changed || !file.path) continue;
+    await writeFile(file.path, renderManifest(file, replaceObjects(file, reviewed)));
+    note(`fixed: ${file.file} (${changed} object${changed === 1 ? "" : "s"} changed)`);
+  }
+}

@@ -1,0 +1,123 @@
+// How `check` prints its results: a compact text report for people, or one JSON object per line
+// for machines. Both come from the engine's Review, so they say what the webhook would say.
+import { formatChange, formatViolation, type Change, type Violation } from "../lib/verdict";
+import { pendingWarnings, type Review } from "../lib/engine";
+import { isPod, type KubeObject } from "../lib/pod";
+import { describeSource, type Source } from "./manifests";
+
+export interface Checked {
+  source: Source;
+  /** The object as read from the manifest. */
+  input: KubeObject;
+  review: Review;
+}
+
+/** The JSON line for one object (the fields documented in docs/check.md). */
+export interface JsonResult {
+  source: Source;
+  kind: string;
+  namespace: string;
+  name: string;
+  /** false when admission-guard does not act on this object (kind, namespace or mode off). */
+  handled: boolean;
+  mode: string;
+  allowed: boolean;
+  changes: Pick<Change, "capability" | "rule" | "message">[];
+  violations: (Pick<Violation, "capability" | "rule" | "message" | "fix"> & {
+    severity: "deny" | "warn";
+  })[];
+  warnings: string[];
+  object: KubeObject;
+}
+
+export function toJson({ source, review: r }: Checked): JsonResult {
+  return {
+    source,
+    kind: r.kind,
+    namespace: r.namespace,
+    name: r.name,
+    handled: r.handled,
+    mode: r.mode,
+    allowed: r.allowed,
+    changes: r.changes.map(({ capability, rule, message }) => ({ capability, rule, message })),
+    violations: r.violations.map(({ capability, rule, message, fix, severity }) => ({
+      capability,
+      rule,
+      message,
+      fix,
+      severity: severity ?? "deny",
+    })),
+    warnings: r.warnings,
+    object: r.object,
+  };
+}
+
+/** Whether this violation denies the object (enforce mode, deny severity). */
+export const denies = (r: Review, v: Violation) => r.mode === "enforce" && v.severity !== "warn";
+
+interface Style {
+  red(s: string): string;
+  green(s: string): string;
+  yellow(s: string): string;
+  dim(s: string): string;
+}
+
+const plain: Style = { red: s => s, green: s => s, yellow: s => s, dim: s => s };
+const ansi = (code: number) => (s: string) => `\u001b[${code}m${s}\u001b[0m`;
+const colored: Style = { red: ansi(31), green: ansi(32), yellow: ansi(33), dim: ansi(2) };
+
+export const styleFor = (color: boolean): Style => (color ? colored : plain);
+
+const INDENT = "  ";
+const LABEL_WIDTH = 10;
+
+/** One object's block of the text report. */
+export function textBlock({ source, review: r }: Checked, style: Style): string {
+  const what = `${r.kind} ${r.namespace ? `${r.namespace}/` : ""}${r.name || "(unnamed)"}`;
+  const verdict = r.allowed ? style.green("allowed") : style.red("DENIED");
+  const modeNote = r.mode === "enforce" ? "" : style.dim(` (namespace mode ${r.mode})`);
+  const lines = [`${verdict}  ${what}${modeNote}  ${style.dim(`[${describeSource(source)}]`)}`];
+
+  // Every line: a label padded to one width, then the message; a violation's fix under it.
+  const line = (label: string, color: (s: string) => string, text: string) =>
+    lines.push(`${INDENT}${color(label.padEnd(LABEL_WIDTH))}${text}`);
+  const workload = !isPod(r.object);
+  for (const c of r.changes) {
+    line(workload ? "pods get" : "fixed", style.green, `${c.capability}/${c.rule}: ${c.message}`);
+  }
+  for (const v of r.violations) {
+    const deny = denies(r, v);
+    const what = `${v.capability}/${v.rule}: ${v.message.replace(/\.\s*$/, "")}`;
+    line(deny ? "denied" : "warning", deny ? style.red : style.yellow, what);
+    line("", style.dim, `Fix: ${v.fix}`);
+  }
+  // Warnings that are not already printed above as a change or a violation.
+  const shown = new Set([
+    ...r.violations.map(formatViolation),
+    ...(workload ? pendingWarnings(r.changes, r.kind) : r.changes.map(formatChange)),
+  ]);
+  for (const w of r.warnings.filter(w => !shown.has(w))) line("note", style.yellow, w);
+  return lines.join("\n");
+}
+
+/** The closing line: counts, and which kinds were not checked at all. */
+export function textSummary(results: Checked[], style: Style): string {
+  const handled = results.filter(c => c.review.handled);
+  const denied = handled.filter(c => !c.review.allowed).length;
+  const fixed = handled.filter(c => c.review.changes.length).length;
+  const skipped = new Map<string, number>();
+  for (const c of results.filter(c => !c.review.handled)) {
+    const kind = c.review.kind || "(no kind)";
+    skipped.set(kind, (skipped.get(kind) ?? 0) + 1);
+  }
+  const parts = [
+    `${handled.length} checked`,
+    denied ? style.red(`${denied} denied`) : style.green("0 denied"),
+    `${fixed} with fixes`,
+  ];
+  if (skipped.size) {
+    const kinds = [...skipped].map(([k, n]) => (n > 1 ? `${k} x${n}` : k)).join(", ");
+    parts.push(`${results.length - handled.length} not handled by admission-guard (${kinds})`);
+  }
+  return `${results.length} object${results.length === 1 ? "" : "s"}: ${parts.join(", ")}`;
+}
