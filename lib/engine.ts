@@ -178,7 +178,8 @@ export async function validate(
     if (isPod(obj)) {
       const template = podTemplateOf(obj);
       if (!template) {
-        findings.violations.push(malformed(policy, obj, "has no spec"));
+        if (reportsMalformed(policy, ctx, allPolicies))
+          findings.violations.push(malformed(policy, obj, "has no spec"));
       } else if (policy.check) {
         mergeFindings(
           findings,
@@ -188,7 +189,8 @@ export async function validate(
     } else if (isWorkload(obj)) {
       const sim = await simulateWorkload(allPolicies, obj, ctx);
       if (!sim) {
-        findings.violations.push(malformed(policy, obj, "has no pod template"));
+        if (reportsMalformed(policy, ctx, allPolicies))
+          findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
         findings.changes.push(...sim.changes.filter(c => c.capability === policy.name));
         findings.violations.push(...sim.errors.filter(v => v.capability === policy.name));
@@ -201,6 +203,11 @@ export async function validate(
     findings.violations.push(internalError(policy, "check", e));
   }
   return findings;
+}
+
+/** A malformed object is one problem, not one per capability: the first policy that acts reports it. */
+function reportsMalformed(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
+  return allPolicies.find(p => policyApplies(p, ctx)) === policy;
 }
 
 function malformed(policy: Policy, obj: KubeObject, what: string): Violation {

@@ -139,3 +139,20 @@ describe("engine with the hello-pepr template capability", () => {
     expect(d.warnings).toEqual(["admission-guard/c: m. Fix: f"]);
   });
 });
+
+describe("engine on malformed objects", () => {
+  it("reports a pod without spec once, not once per capability", async () => {
+    const other = { ...helloPepr, name: "other" };
+    const pod: KubeObject = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "x", namespace: "pepr-demo" },
+    };
+    const r = await review([helloPepr, other], pod, {
+      settings: defaultSettings(),
+      cluster: cluster(),
+    });
+    expect(r.allowed).toBe(false);
+    expect(r.violations.map(v => v.rule)).toEqual(["malformed-object"]);
+  });
+});
