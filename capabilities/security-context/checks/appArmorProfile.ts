@@ -52,18 +52,24 @@ export const appArmorProfile: PodSecurityCheck = {
       .filter(([k, v]) => k.startsWith(APPARMOR_ANNOTATION_PREFIX) && !allowedAnnotation(v))
       .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
       .sort();
+    const fixes: string[] = [];
+    if (fields.length) {
+      fixes.push(`set ${fields.join(", ")} to RuntimeDefault or Localhost (or remove it)`);
+    }
     if (annotations.length) {
       valueList.push(...annotations);
       setters.push(pluralize("annotation", "annotations", annotations.length));
-      fields.push(
-        `the ${pluralize("annotation", "annotations", annotations.length)} ${annotations.map(a => a.split("=")[0]).join(", ")}`,
+      const keys = annotations.map(a => a.slice(0, a.indexOf("=")));
+      const at = pod.path ? `${pod.path}.metadata.annotations` : "metadata.annotations";
+      fixes.push(
+        `set ${keys.map(k => `${at}["${k}"]`).join(", ")} to runtime/default or localhost/<profile> (or remove it)`,
       );
     }
     if (!setters.length) return ALLOWED;
     return forbidden(
       pluralize("forbidden AppArmor profile", "forbidden AppArmor profiles", valueList.length),
       `${setters.join(" and ")} must not set AppArmor profile type to ${joinQuote(valueList)}`,
-      `set ${fields.join(", ")} to RuntimeDefault or Localhost (annotations: runtime/default or localhost/<profile>), or remove it`,
+      fixes.join("; "),
     );
   },
 };
