@@ -115,3 +115,26 @@ export function forbidden(reason: string, detail: string, fix: string): CheckRes
 export function sortedUnique(items: Iterable<string>): string[] {
   return [...new Set(items)].sort();
 }
+
+/**
+ * PSA's "pod and containers "a", "b"": who set a forbidden value (the pod, containers or both) and
+ * the fields to change; undefined when nobody did.
+ */
+export function badSetters(
+  pod: PodTemplateRef,
+  podIsBad: boolean,
+  containers: ContainerRef[],
+  field: string,
+): { who: string; fields: string } | undefined {
+  const who: string[] = [];
+  const fields: string[] = [];
+  if (podIsBad) {
+    who.push("pod");
+    fields.push(podField(pod, field));
+  }
+  if (containers.length) {
+    who.push(namesOf(containers));
+    fields.push(fieldsOf(containers, field));
+  }
+  return who.length ? { who: who.join(" and "), fields: fields.join(", ") } : undefined;
+}

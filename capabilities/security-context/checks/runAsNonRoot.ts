@@ -3,7 +3,7 @@
 // (spec.hostUsers: false) are exempt from policy 1.35 on.
 import {
   ALLOWED,
-  fieldsOf,
+  badSetters,
   forbidden,
   isUserNamespacePod,
   namesOf,
@@ -19,30 +19,26 @@ export const runAsNonRoot: PodSecurityCheck = {
   level: "restricted",
   check(pod) {
     if (isUserNamespacePod(pod)) return ALLOWED;
-    const setters: string[] = [];
-    const fields: string[] = [];
     const podValue = podSecurityContext(pod)?.runAsNonRoot;
-    if (podValue === false) {
-      setters.push("pod");
-      fields.push(podField(pod, "securityContext.runAsNonRoot"));
-    }
-    const podTrue = podValue === true;
     const containers = visitContainers(pod);
-    const explicitlyBad = containers.filter(c => securityContextOf(c)?.runAsNonRoot === false);
-    if (explicitlyBad.length) {
-      setters.push(namesOf(explicitlyBad));
-      fields.push(fieldsOf(explicitlyBad, "securityContext.runAsNonRoot"));
-    }
-    if (setters.length) {
+    const explicitlyBad = badSetters(
+      pod,
+      podValue === false,
+      containers.filter(c => securityContextOf(c)?.runAsNonRoot === false),
+      "securityContext.runAsNonRoot",
+    );
+    if (explicitlyBad) {
       return forbidden(
         "runAsNonRoot != true",
-        `${setters.join(" and ")} must not set securityContext.runAsNonRoot=false`,
-        `set ${fields.join(", ")} to true (and run the image as a non-zero UID)`,
+        `${explicitlyBad.who} must not set securityContext.runAsNonRoot=false`,
+        `set ${explicitlyBad.fields} to true (and run the image as a non-zero UID)`,
       );
     }
-    const implicitlyBad = containers.filter(
-      c => typeof securityContextOf(c)?.runAsNonRoot !== "boolean" && !podTrue,
-    );
+    // A container that leaves it unset inherits the pod's; without a pod-level true it has none.
+    const implicitlyBad =
+      podValue === true
+        ? []
+        : containers.filter(c => typeof securityContextOf(c)?.runAsNonRoot !== "boolean");
     if (implicitlyBad.length) {
       return forbidden(
         "runAsNonRoot != true",

@@ -2,11 +2,9 @@
 // Pods in their own user namespace (spec.hostUsers: false) are exempt from policy 1.35 on.
 import {
   ALLOWED,
-  fieldsOf,
+  badSetters,
   forbidden,
   isUserNamespacePod,
-  namesOf,
-  podField,
   podSecurityContext,
   securityContextOf,
   visitContainers,
@@ -18,22 +16,17 @@ export const runAsUser: PodSecurityCheck = {
   level: "restricted",
   check(pod) {
     if (isUserNamespacePod(pod)) return ALLOWED;
-    const setters: string[] = [];
-    const fields: string[] = [];
-    if (podSecurityContext(pod)?.runAsUser === 0) {
-      setters.push("pod");
-      fields.push(podField(pod, "securityContext.runAsUser"));
-    }
-    const bad = visitContainers(pod).filter(c => securityContextOf(c)?.runAsUser === 0);
-    if (bad.length) {
-      setters.push(namesOf(bad));
-      fields.push(fieldsOf(bad, "securityContext.runAsUser"));
-    }
-    if (!setters.length) return ALLOWED;
+    const bad = badSetters(
+      pod,
+      podSecurityContext(pod)?.runAsUser === 0,
+      visitContainers(pod).filter(c => securityContextOf(c)?.runAsUser === 0),
+      "securityContext.runAsUser",
+    );
+    if (!bad) return ALLOWED;
     return forbidden(
       "runAsUser=0",
-      `${setters.join(" and ")} must not set runAsUser=0`,
-      `set ${fields.join(", ")} to a non-zero UID (e.g. 1000) or remove it`,
+      `${bad.who} must not set runAsUser=0`,
+      `set ${bad.fields} to a non-zero UID (e.g. 1000) or remove it`,
     );
   },
 };

@@ -4,12 +4,10 @@ import {
   ALLOWED,
   asObject,
   asString,
-  fieldsOf,
+  badSetters,
   forbidden,
   joinQuote,
-  namesOf,
   pluralize,
-  podField,
   podSecurityContext,
   securityContextOf,
   sortedUnique,
@@ -50,22 +48,17 @@ export const seLinuxOptions: PodSecurityCheck = {
       }
       return ok;
     };
-    const setters: string[] = [];
-    const fields: string[] = [];
     const podOpts = asObject(podSecurityContext(pod)?.seLinuxOptions);
-    if (podOpts && !valid(podOpts)) {
-      setters.push("pod");
-      fields.push(podField(pod, "securityContext.seLinuxOptions"));
-    }
-    const bad = visitContainers(pod).filter(c => {
-      const opts = asObject(securityContextOf(c)?.seLinuxOptions);
-      return opts ? !valid(opts) : false;
-    });
-    if (bad.length) {
-      setters.push(namesOf(bad));
-      fields.push(fieldsOf(bad, "securityContext.seLinuxOptions"));
-    }
-    if (!setters.length) return ALLOWED;
+    const bad = badSetters(
+      pod,
+      podOpts !== undefined && !valid(podOpts),
+      visitContainers(pod).filter(c => {
+        const opts = asObject(securityContextOf(c)?.seLinuxOptions);
+        return opts ? !valid(opts) : false;
+      }),
+      "securityContext.seLinuxOptions",
+    );
+    if (!bad) return ALLOWED;
     const data: string[] = [];
     const types = sortedUnique(badTypes);
     if (types.length) data.push(`${pluralize("type", "types", types.length)} ${joinQuote(types)}`);
@@ -73,8 +66,8 @@ export const seLinuxOptions: PodSecurityCheck = {
     if (setRole) data.push("role may not be set");
     return forbidden(
       "seLinuxOptions",
-      `${setters.join(" and ")} set forbidden securityContext.seLinuxOptions: ${data.join("; ")}`,
-      `in ${fields.join(", ")} remove user and role and set type to one of ${joinQuote([...SELINUX_TYPES].filter(Boolean))} (or leave it empty)`,
+      `${bad.who} set forbidden securityContext.seLinuxOptions: ${data.join("; ")}`,
+      `in ${bad.fields} remove user and role and set type to one of ${joinQuote([...SELINUX_TYPES].filter(Boolean))} (or leave it empty)`,
     );
   },
 };

@@ -2,10 +2,8 @@
 import {
   ALLOWED,
   asObject,
-  fieldsOf,
+  badSetters,
   forbidden,
-  namesOf,
-  podField,
   podSecurityContext,
   securityContextOf,
   visitContainers,
@@ -19,22 +17,17 @@ export const windowsHostProcess: PodSecurityCheck = {
   id: "windowsHostProcess",
   level: "baseline",
   check(pod) {
-    const setters: string[] = [];
-    const fields: string[] = [];
-    if (hostProcess(podSecurityContext(pod))) {
-      setters.push("pod");
-      fields.push(podField(pod, "securityContext.windowsOptions.hostProcess"));
-    }
-    const bad = visitContainers(pod).filter(c => hostProcess(securityContextOf(c)));
-    if (bad.length) {
-      setters.push(namesOf(bad));
-      fields.push(fieldsOf(bad, "securityContext.windowsOptions.hostProcess"));
-    }
-    if (!setters.length) return ALLOWED;
+    const bad = badSetters(
+      pod,
+      hostProcess(podSecurityContext(pod)),
+      visitContainers(pod).filter(c => hostProcess(securityContextOf(c))),
+      "securityContext.windowsOptions.hostProcess",
+    );
+    if (!bad) return ALLOWED;
     return forbidden(
       "hostProcess",
-      `${setters.join(" and ")} must not set securityContext.windowsOptions.hostProcess=true`,
-      `set ${fields.join(", ")} to false (or remove it)`,
+      `${bad.who} must not set securityContext.windowsOptions.hostProcess=true`,
+      `set ${bad.fields} to false (or remove it)`,
     );
   },
 };
