@@ -30,7 +30,8 @@ export const securityContextPolicy: Policy = {
   check(object, target, ctx) {
     const findings = emptyFindings();
     if (!ctx.settings.securityContext.enabled || !target) return findings;
-    // Like PSA, a Pod UPDATE that leaves the spec as it was (labels, annotations) is not re-judged.
+    // A Pod UPDATE that leaves the spec as it was (labels, annotations) is not re-judged; PSA goes
+    // further and also lets image-only changes through.
     if (!target.isTemplate && ctx.operation === "UPDATE" && ctx.oldObject) {
       if (JSON.stringify(ctx.oldObject.spec) === JSON.stringify(object.spec)) return findings;
     }
