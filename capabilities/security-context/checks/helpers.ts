@@ -1,0 +1,140 @@
+// The shape every Pod Security Standards check has, modelled on Pod Security Admission's own
+// (policy/check_*.go in kubernetes/pod-security-admission): an id, a level, the baseline checks a
+// restricted check replaces, and one pure function over the pod's metadata and spec that says
+// allowed, or why not (forbiddenReason, forbiddenDetail) and how to fix it.
+//
+// Input is untrusted: any field may be missing or of the wrong type, and no check may throw.
+// A value of the wrong type counts as unset (the API server would not have decoded it).
+import { containersOf, type ContainerRef, type PodTemplateRef } from "../../../lib/pod";
+
+export type Level = "baseline" | "restricted";
+
+export interface CheckResult {
+  allowed: boolean;
+  /** Short, as PSA's: "host namespaces", "runAsNonRoot != true". */
+  forbiddenReason?: string;
+  /** The containers, fields and values involved. */
+  forbiddenDetail?: string;
+  /** The field to change and the value to set. */
+  fix?: string;
+}
+
+export interface PodSecurityCheck {
+  /** PSA's check id, used as our rule name: "runAsNonRoot", "capabilities_restricted". */
+  id: string;
+  level: Level;
+  /** Baseline checks this restricted check replaces when the restricted level is evaluated. */
+  overrides?: string[];
+  check(pod: PodTemplateRef): CheckResult;
+}
+
+export const ALLOWED: CheckResult = { allowed: true };
+
+export type Obj = Record<string, unknown>;
+
+export function asObject(x: unknown): Obj | undefined {
+  return typeof x === "object" && x !== null && !Array.isArray(x) ? (x as Obj) : undefined;
+}
+
+export function asArray(x: unknown): unknown[] {
+  return Array.isArray(x) ? x : [];
+}
+
+/** Go's zero value for a string field: "" when missing or not a string. */
+export function asString(x: unknown): string {
+  return typeof x === "string" ? x : "";
+}
+
+export function specOf(pod: PodTemplateRef): Obj {
+  return asObject(pod.spec) ?? {};
+}
+
+export function podSecurityContext(pod: PodTemplateRef): Obj | undefined {
+  return asObject(specOf(pod).securityContext);
+}
+
+export function securityContextOf(ref: ContainerRef): Obj | undefined {
+  return asObject((ref.container as unknown as Obj).securityContext);
+}
+
+export function containerName(ref: ContainerRef): string {
+  return asString(ref.container.name);
+}
+
+export function annotationsOf(pod: PodTemplateRef): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(asObject(asObject(pod.metadata)?.annotations) ?? {})) {
+    if (typeof v === "string") out[k] = v;
+  }
+  return out;
+}
+
+/** Every container of the pod (init, regular, ephemeral), as PSA's visitContainers sees them. */
+export function visitContainers(pod: PodTemplateRef): ContainerRef[] {
+  return containersOf(pod);
+}
+
+/** PSA exempts some restricted checks for pods that declare `spec.os.name: windows` (from policy 1.25). */
+export function isWindowsPod(pod: PodTemplateRef): boolean {
+  return asObject(specOf(pod).os)?.name === "windows";
+}
+
+/** `spec.hostUsers: false`: the pod runs in its own user namespace (PSA relaxes some checks from 1.35). */
+export function isUserNamespacePod(pod: PodTemplateRef): boolean {
+  return specOf(pod).hostUsers === false;
+}
+
+export function pluralize(singular: string, plural: string, count: number): string {
+  return count === 1 ? singular : plural;
+}
+
+export function joinQuote(items: string[]): string {
+  return items.map(i => `"${i}"`).join(", ");
+}
+
+/** `container "a"` / `containers "a", "b"`. */
+export function namesOf(refs: ContainerRef[]): string {
+  return `${pluralize("container", "containers", refs.length)} ${joinQuote(refs.map(containerName))}`;
+}
+
+/** The field of each container: `spec.containers[0].securityContext.privileged, spec.initContainers[1]...`. */
+export function fieldsOf(refs: ContainerRef[], field: string): string {
+  return refs.map(r => `${r.path}.${field}`).join(", ");
+}
+
+/** The pod-level field path: `spec.securityContext.runAsNonRoot` (under the template path for workloads). */
+export function podField(pod: PodTemplateRef, field: string): string {
+  return pod.path ? `${pod.path}.spec.${field}` : `spec.${field}`;
+}
+
+export function forbidden(reason: string, detail: string, fix: string): CheckResult {
+  return { allowed: false, forbiddenReason: reason, forbiddenDetail: detail, fix };
+}
+
+/** Sorted, deduplicated (PSA's sets.NewString().List()). */
+export function sortedUnique(items: Iterable<string>): string[] {
+  return [...new Set(items)].sort();
+}
+
+/**
+ * PSA's "pod and containers "a", "b"": who set a forbidden value (the pod, containers or both) and
+ * the fields to change; undefined when nobody did.
+ */
+export function badSetters(
+  pod: PodTemplateRef,
+  podIsBad: boolean,
+  containers: ContainerRef[],
+  field: string,
+): { who: string; fields: string } | undefined {
+  const who: string[] = [];
+  const fields: string[] = [];
+  if (podIsBad) {
+    who.push("pod");
+    fields.push(podField(pod, field));
+  }
+  if (containers.length) {
+    who.push(namesOf(containers));
+    fields.push(fieldsOf(containers, field));
+  }
+  return who.length ? { who: who.join(" and "), fields: fields.join(", ") } : undefined;
+}

@@ -1,0 +1,51 @@
+// Restricted: containers must run as non-root (PSA runAsNonRoot, 1.35): runAsNonRoot=true at pod
+// level (unless a container sets false) or on every container. Pods in their own user namespace
+// (spec.hostUsers: false) are exempt from policy 1.35 on.
+import {
+  ALLOWED,
+  badSetters,
+  forbidden,
+  isUserNamespacePod,
+  namesOf,
+  podField,
+  podSecurityContext,
+  securityContextOf,
+  visitContainers,
+  type PodSecurityCheck,
+} from "./helpers";
+
+export const runAsNonRoot: PodSecurityCheck = {
+  id: "runAsNonRoot",
+  level: "restricted",
+  check(pod) {
+    if (isUserNamespacePod(pod)) return ALLOWED;
+    const podValue = podSecurityContext(pod)?.runAsNonRoot;
+    const containers = visitContainers(pod);
+    const explicitlyBad = badSetters(
+      pod,
+      podValue === false,
+      containers.filter(c => securityContextOf(c)?.runAsNonRoot === false),
+      "securityContext.runAsNonRoot",
+    );
+    if (explicitlyBad) {
+      return forbidden(
+        "runAsNonRoot != true",
+        `${explicitlyBad.who} must not set securityContext.runAsNonRoot=false`,
+        `set ${explicitlyBad.fields} to true (and run the image as a non-zero UID)`,
+      );
+    }
+    // A container that leaves it unset inherits the pod's; without a pod-level true it has none.
+    const implicitlyBad =
+      podValue === true
+        ? []
+        : containers.filter(c => typeof securityContextOf(c)?.runAsNonRoot !== "boolean");
+    if (implicitlyBad.length) {
+      return forbidden(
+        "runAsNonRoot != true",
+        `pod or ${namesOf(implicitlyBad)} must set securityContext.runAsNonRoot=true`,
+        `set ${podField(pod, "securityContext.runAsNonRoot")} to true`,
+      );
+    }
+    return ALLOWED;
+  },
+};

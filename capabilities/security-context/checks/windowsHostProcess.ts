@@ -1,0 +1,33 @@
+// Baseline: Windows HostProcess containers are forbidden (PSA windowsHostProcess, 1.0).
+import {
+  ALLOWED,
+  asObject,
+  badSetters,
+  forbidden,
+  podSecurityContext,
+  securityContextOf,
+  visitContainers,
+  type Obj,
+  type PodSecurityCheck,
+} from "./helpers";
+
+const hostProcess = (sc: Obj | undefined) => asObject(sc?.windowsOptions)?.hostProcess === true;
+
+export const windowsHostProcess: PodSecurityCheck = {
+  id: "windowsHostProcess",
+  level: "baseline",
+  check(pod) {
+    const bad = badSetters(
+      pod,
+      hostProcess(podSecurityContext(pod)),
+      visitContainers(pod).filter(c => hostProcess(securityContextOf(c))),
+      "securityContext.windowsOptions.hostProcess",
+    );
+    if (!bad) return ALLOWED;
+    return forbidden(
+      "hostProcess",
+      `${bad.who} must not set securityContext.windowsOptions.hostProcess=true`,
+      `set ${bad.fields} to false (or remove it)`,
+    );
+  },
+};
