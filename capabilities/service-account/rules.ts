@@ -15,7 +15,7 @@
 import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
 import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
-import { NS_KEYS } from "../../lib/settings";
+import { isIgnoredNamespace, NS_KEYS } from "../../lib/settings";
 import { emptyFindings, type Change, type Findings } from "../../lib/verdict";
 
 export const CAPABILITY = "service-account";
@@ -218,4 +218,21 @@ export async function checkServiceAccountExists(
     });
   }
   return findings;
+}
+
+/**
+ * The ServiceAccount the controller creates when a namespace appears (lib/cluster-live.ts), or
+ * undefined when pods of that namespace would not be moved (system or ignored namespace, mode off,
+ * capability or its mutation or ensure off).
+ */
+export function serviceAccountForNewNamespace(
+  ns: { name: string; labels: Record<string, string>; annotations: Record<string, string> },
+  settings: RuleContext["settings"],
+): string | undefined {
+  const s = settings.serviceAccount;
+  if (!s.enabled || !s.mutate || !s.ensure || isIgnoredNamespace(ns.name, settings))
+    return undefined;
+  if ((ns.labels[NS_KEYS.mode] ?? settings.mode) === "off") return undefined;
+  const { name } = dedicatedServiceAccount(ns.annotations, s.name);
+  return name === DEFAULT_SERVICE_ACCOUNT ? undefined : name;
 }
