@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
 import { serviceAccountPolicy } from "../../capabilities/service-account";
 import {
   dedicatedServiceAccount,
@@ -458,5 +460,57 @@ describe("service-account: helpers", () => {
       serviceAccountForNewNamespace(ns("ml", { "admission-guard.dev/mode": "off" }), settings()),
     ).toBeUndefined();
     expect(serviceAccountForNewNamespace(ns("ml"), settings({ ensure: false }))).toBeUndefined();
+  });
+});
+
+describe("service-account: the example cluster snapshot (examples/cluster/rbac.yaml)", () => {
+  const load = (): KubeObject[] =>
+    parseYaml(readFileSync(`${__dirname}/../../examples/cluster/rbac.yaml`, "utf8")).items;
+
+  it("warns that seed 000's pod may not get llama-index-config, and the printed grant fixes it", async () => {
+    const pod = seedPod();
+    const objects = load();
+    const r = await review(policies, pod, {
+      settings: settings(),
+      cluster: new SnapshotCluster(objects),
+    });
+    const v = r.violations.find(x => x.rule === "secret-access")!;
+    expect(v.message).toMatch(
+      /ServiceAccount llama-index\/workload .* may not get secret "llama-index-config"/,
+    );
+    expect(r.warnings.join("\n")).not.toMatch(/will be created/);
+
+    // Apply what the fix says (the two kubectl commands, as objects) and check again.
+    const granted = [
+      ...objects,
+      {
+        kind: "Role",
+        metadata: { namespace: NS, name: "workload-secret-reader" },
+        rules: [
+          {
+            apiGroups: [""],
+            resources: ["secrets"],
+            resourceNames: ["llama-index-config"],
+            verbs: ["get"],
+          },
+        ],
+      },
+      {
+        kind: "RoleBinding",
+        metadata: { namespace: NS, name: "workload-secret-reader" },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "Role",
+          name: "workload-secret-reader",
+        },
+        subjects: [{ kind: "ServiceAccount", name: "workload", namespace: NS }],
+      },
+    ];
+    expect(v.fix).toMatch(/--resource-name=llama-index-config -n llama-index/);
+    const after = await review(policies, pod, {
+      settings: settings(),
+      cluster: new SnapshotCluster(granted),
+    });
+    expect(after.violations).toEqual([]);
   });
 });
