@@ -18,7 +18,7 @@ const SECRET = "llama-index-config";
 const namespace = (name: string, labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
   kind: "Namespace",
-  metadata: { name, labels, creationTimestamp: "2024-05-12T14:00:00Z" },
+  metadata: { name, labels, creationTimestamp: new Date("2024-05-12T14:00:00Z") },
 });
 /** Seed 000's trainer pod as the user wrote it (the harness adds what the API server defaults). */
 const seed000Pod = (ns: string): KubeObject => ({
