@@ -113,7 +113,7 @@ export function checkLabels(object: KubeObject, target: PodTarget, ctx: RuleCont
     ? `${COMPONENT_LABEL}="${component}"`
     : app
       ? `no ${COMPONENT_LABEL} label`
-      : `neither a ${COMPONENT_LABEL} nor an app label`;
+      : `neither an ${COMPONENT_LABEL} label nor an app label`;
   const value = required === "*" ? "<component>" : required;
   const where = labelPath(template, COMPONENT_LABEL);
   const keepSelector = target.isTemplate

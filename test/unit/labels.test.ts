@@ -196,7 +196,7 @@ describe("labels: a namespace requires the component label", () => {
     const r = await review(policies, pod(), { settings: settings(), cluster: requires("*") });
     expect(r.allowed).toBe(false);
     expect(r.violations[0].message).toMatch(
-      /neither a app\.kubernetes\.io\/component nor an app label/,
+      /neither an app\.kubernetes\.io\/component label nor an app label/,
     );
     expect(r.violations[0].fix).toMatch(/="<component>" \(or an app label/);
     const ok = await review(policies, pod({ [COMPONENT_LABEL]: "x" }), {
