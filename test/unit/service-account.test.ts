@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import { defaultPod } from "../support/admission";
 import { serviceAccountPolicy } from "../../capabilities/service-account";
 import {
   dedicatedServiceAccount,
@@ -14,28 +15,14 @@ import { parseSettings, type SettingsInput } from "../../lib/settings";
 import * as fc from "fast-check";
 
 const NS = "llama-index";
-const TOKEN_MOUNT = {
-  name: "kube-api-access-x7k2p",
-  mountPath: "/var/run/secrets/kubernetes.io/serviceaccount",
-  readOnly: true,
+// The token volume and mount exactly as the API server's ServiceAccount plugin injects them (the
+// e2e harness's imitation of it), with its random kube-api-access-xxxxx name.
+const injected = defaultPod({ kind: "Pod", spec: { containers: [{ name: "c" }] } }, NS).spec as {
+  volumes: { name: string }[];
+  containers: { volumeMounts: { name: string }[] }[];
 };
-const TOKEN_VOLUME = {
-  name: "kube-api-access-x7k2p",
-  projected: {
-    defaultMode: 420,
-    sources: [
-      { serviceAccountToken: { expirationSeconds: 3607, path: "token" } },
-      { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
-      {
-        downwardAPI: {
-          items: [
-            { path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } },
-          ],
-        },
-      },
-    ],
-  },
-};
+const TOKEN_VOLUME = injected.volumes.find(v => v.name.startsWith("kube-api-access-"))!;
+const TOKEN_MOUNT = injected.containers[0].volumeMounts.find(m => m.name === TOKEN_VOLUME.name)!;
 
 /** Seed 000's trainer pod as the webhook receives it: defaulted by the ServiceAccount plugin. */
 const seedPod = (spec: Record<string, unknown> = {}): KubeObject => ({
