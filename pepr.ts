@@ -3,6 +3,7 @@
 import { Log, PeprModule } from "pepr";
 import cfg from "./package.json";
 import { policies } from "./capabilities";
+import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
 import { capabilityFor } from "./lib/pepr-adapter";
 import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
@@ -19,7 +20,9 @@ function loadSettings(): Settings {
 }
 
 const settings = loadSettings();
-const cluster = new LiveCluster(Log);
+const cluster = new LiveCluster(Log, {
+  serviceAccountFor: ns => serviceAccountForNewNamespace(ns, settings),
+});
 // The caches live in the admission process (not in a Watch binding, which runs in the watcher pod).
 // At build time Pepr only loads the module to read its bindings: no cluster then.
 if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true") cluster.start();

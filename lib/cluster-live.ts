@@ -28,6 +28,16 @@ import type { KubeObject } from "./pod";
 export const API_BUDGET_MS = 3000;
 /** How long an answer from the API server (access review, ServiceAccount seen) is reused. */
 export const ANSWER_TTL_MS = 30_000;
+/** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
+export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;
+
+export interface LiveClusterOptions {
+  /**
+   * The ServiceAccount to create in a namespace that appears (undefined: none). Pods ensure theirs
+   * anyway; creating it with the namespace takes that API call off the first pod's admission.
+   */
+  serviceAccountFor?: (ns: NamespaceInfo) => string | undefined;
+}
 
 type Logger = { info: (o: object, m: string) => void; warn: (o: object, m: string) => void };
 
@@ -38,6 +48,8 @@ export class WatchedStore<T extends KubernetesObject> {
   synced = false;
   /** Last error of the watch, cleared by the next successful list. */
   lastError?: string;
+  /** Called after each event is applied (e.g. to act when a namespace appears). */
+  readonly listeners: ((obj: T, phase: string) => void)[] = [];
 
   constructor(
     private readonly model: GenericClass,
@@ -53,6 +65,7 @@ export class WatchedStore<T extends KubernetesObject> {
   apply(obj: T, phase: string): void {
     if (phase === "DELETED") this.items.delete(WatchedStore.key(obj));
     else this.items.set(WatchedStore.key(obj), obj);
+    for (const listener of this.listeners) listener(obj, phase);
   }
 
   async start(): Promise<void> {
@@ -102,8 +115,12 @@ export class LiveCluster implements ClusterView {
   private readonly knownServiceAccounts = new Map<string, number>();
   private readonly accessAnswers = new Map<string, { allowed: boolean; expires: number }>();
 
-  constructor(private readonly log?: Logger) {
+  constructor(
+    private readonly log?: Logger,
+    private readonly options: LiveClusterOptions = {},
+  ) {
     this.namespaces = new WatchedStore(kind.Namespace, "namespaces", log);
+    this.namespaces.listeners.push((ns, phase) => this.onNamespaceEvent(ns as KubeObject, phase));
     this.quotas = new WatchedStore(kind.ResourceQuota, "resourcequotas", log);
     this.limitRangeStore = new WatchedStore(kind.LimitRange, "limitranges", log);
     this.nodeStore = new WatchedStore(kind.Node, "nodes", log);
@@ -116,6 +133,41 @@ export class LiveCluster implements ClusterView {
         .start()
         .catch(e => this.log?.warn({ error: String(e) }, "cluster cache: watch failed to start"));
     }
+  }
+
+  /**
+   * A namespace that was just created gets its ServiceAccount. "Just created" is judged by its
+   * creationTimestamp, not by the watch phase: the watcher reports every existing namespace as ADDED
+   * on its first list and after each re-list, and a burst of API calls at start-up is pointless
+   * (their pods ensure it anyway). A deleted namespace's ServiceAccounts are forgotten, so a
+   * namespace created again under the same name gets them again.
+   */
+  private onNamespaceEvent(obj: KubeObject, phase: string): void {
+    const name = obj.metadata?.name;
+    if (!name) return;
+    if (phase === "DELETED") {
+      for (const key of [...this.knownServiceAccounts.keys()])
+        if (key.startsWith(`${name}/`)) this.knownServiceAccounts.delete(key);
+      return;
+    }
+    const status = obj.status as { phase?: string } | undefined;
+    if (phase !== "ADDED" || status?.phase === "Terminating") return;
+    const created = new Date(obj.metadata?.creationTimestamp ?? NaN).getTime();
+    if (!(Date.now() - created < NEW_NAMESPACE_WINDOW_MS)) return;
+    const serviceAccount = this.options.serviceAccountFor?.(namespaceInfoOf(obj));
+    if (!serviceAccount) return;
+    void this.ensureServiceAccount(name, serviceAccount, false).then(result => {
+      if (result.state === "failed")
+        this.log?.warn(
+          { namespace: name, serviceAccount, error: result.reason },
+          "could not create the ServiceAccount of a new namespace",
+        );
+      else
+        this.log?.info(
+          { namespace: name, serviceAccount, state: result.state },
+          "ServiceAccount ensured",
+        );
+    });
   }
 
   namespace(name: string): NamespaceInfo | undefined {

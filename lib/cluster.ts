@@ -10,6 +10,7 @@ import type {
   V1ServiceAccount,
 } from "@kubernetes/client-node";
 import type { KubeObject } from "./pod";
+import { evaluateSecretAccess } from "./rbac";
 
 export interface NamespaceInfo {
   name: string;
@@ -86,7 +87,8 @@ export class SnapshotCluster implements ClusterView {
 
   constructor(
     readonly objects: KubeObject[] = [],
-    private readonly rbac?: RbacEvaluator,
+    /** Answers secret access from the snapshot's RBAC objects (lib/rbac.ts unless a test injects another). */
+    private readonly rbac: RbacEvaluator = evaluateSecretAccess,
   ) {
     for (const obj of objects) {
       if (!obj || typeof obj !== "object" || !obj.kind) continue;
@@ -139,6 +141,6 @@ export class SnapshotCluster implements ClusterView {
     serviceAccount: string,
     secrets: string[],
   ): Promise<SecretAccess | undefined> {
-    return this.rbac?.(this.objects, namespace, serviceAccount, secrets);
+    return this.rbac(this.objects, namespace, serviceAccount, secrets);
   }
 }

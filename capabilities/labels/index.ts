@@ -1,7 +1,14 @@
+// The labels capability: wiring only; the rules are in rules.ts.
 import type { Policy } from "../../lib/policy";
+import { emptyFindings } from "../../lib/verdict";
+import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
 
 export const labelsPolicy: Policy = {
-  name: "labels",
+  name: CAPABILITY,
   description:
     "Carries the app label to app.kubernetes.io/component; a namespace may require the component label",
+  fix: carryAppLabel,
+  // A warning about a label left alone cannot come from fix() (it returns only Changes): check()
+  // sees the pod as stored, so it reports the disagreement, in the webhook and in `check` alike.
+  check: (object, target, ctx) => (target ? checkLabels(object, target, ctx) : emptyFindings()),
 };

@@ -1,0 +1,238 @@
+// Moving pods off the `default` ServiceAccount, pure except for what it asks the ClusterView.
+//
+// What the webhook sees: the API server's ServiceAccount admission plugin has already run. It set
+// `serviceAccountName: default` when the pod named none and injected a projected
+// `kube-api-access-<5 chars>` volume (token, CA, namespace) mounted in every container. So "default"
+// here means "the pod chose nothing" or "the pod chose default": both are moved.
+//
+// Where the ServiceAccount is ensured: in the mutate step (fix), not in validation. The same
+// plugin's validating half runs after the mutating webhooks and before the validating ones, and
+// rejects a pod whose ServiceAccount does not exist ("error looking up service account"), so by the
+// time our validator runs it is too late. fix() therefore asks ctx.cluster.ensureServiceAccount (the
+// live view creates it, bounded by the webhook budget; dry-run requests and the snapshot view create
+// nothing and say "would-create"). When it fails, fix() leaves the pod on `default` and check()
+// denies it with the reason, so the user reads our message rather than a half-applied change.
+import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
+import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
+import type { PodTarget, RuleContext } from "../../lib/policy";
+import { isIgnoredNamespace, NS_KEYS } from "../../lib/settings";
+import { emptyFindings, type Change, type Findings } from "../../lib/verdict";
+
+export const CAPABILITY = "service-account";
+export const DEFAULT_SERVICE_ACCOUNT = "default";
+/** The volume the ServiceAccount admission plugin injects: `kube-api-access-` + 5 random characters. */
+export const INJECTED_TOKEN_VOLUME = /^kube-api-access-[a-z0-9]{5}$/;
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+
+export interface DedicatedServiceAccount {
+  name: string;
+  /** Set when the namespace annotation was present but not a valid name (the setting is used). */
+  invalidAnnotation?: string;
+}
+
+/** The ServiceAccount pods of a namespace are moved to: the namespace annotation, else the setting. */
+export function dedicatedServiceAccount(
+  namespaceAnnotations: Record<string, string> | undefined,
+  defaultName: string,
+): DedicatedServiceAccount {
+  const annotated = namespaceAnnotations?.[NS_KEYS.serviceAccount];
+  if (typeof annotated !== "string") return { name: defaultName };
+  const name = annotated.trim();
+  if (name.length <= 253 && DNS_SUBDOMAIN.test(name)) return { name };
+  return { name: defaultName, invalidAnnotation: annotated };
+}
+
+const dedicatedFor = (ctx: RuleContext) =>
+  dedicatedServiceAccount(ctx.namespace?.annotations, ctx.settings.serviceAccount.name);
+
+/** The ServiceAccount a pod spec runs as: serviceAccountName, its deprecated alias, else default. */
+export function serviceAccountOf(spec: V1PodSpec): string {
+  const s = spec as unknown as Record<string, unknown>;
+  for (const field of ["serviceAccountName", "serviceAccount"]) {
+    const value = s[field];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return DEFAULT_SERVICE_ACCOUNT;
+}
+
+/** Whether this pod should be moved: on default, in a namespace, with a dedicated name that is not default. */
+function shouldMove(target: PodTarget, ctx: RuleContext): string | undefined {
+  const settings = ctx.settings.serviceAccount;
+  if (!settings.enabled || !settings.mutate || !ctx.namespaceName) return undefined;
+  if (serviceAccountOf(target.template.spec) !== DEFAULT_SERVICE_ACCOUNT) return undefined;
+  const { name } = dedicatedFor(ctx);
+  return name === DEFAULT_SERVICE_ACCOUNT ? undefined : name;
+}
+
+/**
+ * Sets automountServiceAccountToken=false and removes the injected token volume and its mounts,
+ * unless the pod asked for a token (automountServiceAccountToken: true) or keepTokens is set.
+ */
+function dropInjectedToken(target: PodTarget, ctx: RuleContext): Change[] {
+  const spec = target.template.spec as V1PodSpec & Record<string, unknown>;
+  if (spec.automountServiceAccountToken === true || ctx.settings.serviceAccount.keepTokens)
+    return [];
+  const changes: Change[] = [];
+  if (spec.automountServiceAccountToken !== false) {
+    spec.automountServiceAccountToken = false;
+    changes.push({
+      capability: CAPABILITY,
+      rule: "no-token",
+      message: `${fieldPath(target.template, "spec.automountServiceAccountToken")}=false (the pod did not ask for an API token)`,
+    });
+  }
+  const volumes: unknown[] = Array.isArray(spec.volumes) ? spec.volumes : [];
+  const injected = new Set(
+    volumes
+      .filter(isRecord)
+      .filter(
+        v =>
+          typeof v.name === "string" &&
+          INJECTED_TOKEN_VOLUME.test(v.name) &&
+          isRecord(v.projected) &&
+          Array.isArray(v.projected.sources) &&
+          v.projected.sources.some(s => isRecord(s) && "serviceAccountToken" in s),
+      )
+      .map(v => v.name as string),
+  );
+  if (!injected.size) return changes;
+  spec.volumes = volumes.filter(
+    v => !(isRecord(v) && injected.has(v.name as string)),
+  ) as V1Volume[];
+  let mounts = 0;
+  for (const ref of containersOf(target.template)) {
+    const list: unknown = ref.container.volumeMounts;
+    if (!Array.isArray(list)) continue;
+    const kept = list.filter(m => !(isRecord(m) && injected.has(m.name as string)));
+    mounts += list.length - kept.length;
+    ref.container.volumeMounts = kept;
+  }
+  changes.push({
+    capability: CAPABILITY,
+    rule: "no-token",
+    message: `removed the injected token volume ${[...injected].join(", ")} from ${fieldPath(target.template, "spec.volumes")} and its ${mounts} mount(s)`,
+  });
+  return changes;
+}
+
+/** The mutation: a pod on `default` runs as the dedicated ServiceAccount, which is made to exist first. */
+export async function moveOffDefault(target: PodTarget, ctx: RuleContext): Promise<Change[]> {
+  const name = shouldMove(target, ctx);
+  if (!name) return [];
+  let created = "";
+  // Only a real Pod creates it: a workload's template is a simulation on a copy.
+  if (!target.isTemplate && ctx.settings.serviceAccount.ensure) {
+    const result = await ctx.cluster.ensureServiceAccount(ctx.namespaceName, name, ctx.dryRun);
+    if (result.state === "failed") return []; // check() denies with the reason
+    if (result.state === "created")
+      created = `; created ServiceAccount ${ctx.namespaceName}/${name}`;
+  }
+  const spec = target.template.spec as V1PodSpec & Record<string, unknown>;
+  spec.serviceAccountName = name;
+  // The deprecated alias must not contradict the field it aliases.
+  if (spec.serviceAccount !== undefined) spec.serviceAccount = name;
+  return [
+    {
+      capability: CAPABILITY,
+      rule: "dedicated-service-account",
+      message: `${fieldPath(target.template, "spec.serviceAccountName")}="${name}" (was default${created})`,
+    },
+    ...dropInjectedToken(target, ctx),
+  ];
+}
+
+/** What check() says about the pod's ServiceAccount existing: ensure results become findings. */
+export async function checkServiceAccountExists(
+  object: KubeObject,
+  target: PodTarget,
+  ctx: RuleContext,
+): Promise<Findings> {
+  const findings = emptyFindings();
+  const settings = ctx.settings.serviceAccount;
+  if (!settings.enabled || !ctx.namespaceName) return findings;
+  const dedicated = dedicatedFor(ctx);
+  if (dedicated.invalidAnnotation !== undefined) {
+    findings.warnings.push(
+      `admission-guard/${CAPABILITY}: namespace ${ctx.namespaceName} has ${NS_KEYS.serviceAccount}="${dedicated.invalidAnnotation}", which is not a valid ServiceAccount name; using "${dedicated.name}". Fix: kubectl annotate namespace ${ctx.namespaceName} ${NS_KEYS.serviceAccount}=<name> --overwrite`,
+    );
+  }
+  const current = serviceAccountOf(target.template.spec);
+  const ns = ctx.namespaceName;
+  const what = describeObject(object);
+  const createFix = `kubectl create serviceaccount ${dedicated.name} -n ${ns}`;
+
+  if (target.isTemplate) {
+    // No side effect when a workload is applied: its first pod creates the ServiceAccount.
+    if (current === dedicated.name && ctx.cluster.serviceAccount(ns, current) === null) {
+      findings.warnings.push(
+        `admission-guard/${CAPABILITY}: ServiceAccount ${ns}/${current} does not exist yet; ${settings.ensure ? "it will be created with the first pod of" : "serviceAccount.ensure is off, so create it before applying"} ${what}`,
+      );
+    }
+    return findings;
+  }
+  if (ctx.operation !== "CREATE") return findings;
+
+  // The pod should have been moved but is still on default: ensuring the ServiceAccount failed.
+  const pendingMove = shouldMove(target, ctx);
+  if (pendingMove && settings.ensure) {
+    const result = await ctx.cluster.ensureServiceAccount(ns, pendingMove, ctx.dryRun);
+    if (result.state === "failed") {
+      findings.violations.push({
+        capability: CAPABILITY,
+        rule: "dedicated-service-account",
+        message: `${what} runs as ServiceAccount "default", and the dedicated ServiceAccount ${ns}/${pendingMove} could not be created (${result.reason})`,
+        fix: `${createFix.replace(dedicated.name, pendingMove)} (or give the module's ServiceAccount create/patch on serviceaccounts), then create the pod again`,
+      });
+    } else {
+      findings.warnings.push(
+        `admission-guard/${CAPABILITY}: ${what} stays on ServiceAccount "default": ${ns}/${pendingMove} was not available when the pod was mutated; create the pod again to use it`,
+      );
+    }
+    return findings;
+  }
+  if (current !== dedicated.name) return findings;
+  if (settings.ensure) {
+    const result = await ctx.cluster.ensureServiceAccount(ns, current, ctx.dryRun);
+    if (result.state === "would-create") {
+      findings.warnings.push(
+        `admission-guard/${CAPABILITY}: ServiceAccount ${ns}/${current} will be created for ${what}`,
+      );
+    } else if (result.state === "failed") {
+      findings.violations.push({
+        capability: CAPABILITY,
+        rule: "dedicated-service-account",
+        message: `ServiceAccount ${ns}/${current} of ${what} does not exist and could not be created (${result.reason})`,
+        fix: `${createFix} (or give the module's ServiceAccount create/patch on serviceaccounts)`,
+      });
+    }
+  } else if (ctx.cluster.serviceAccount(ns, current) === null) {
+    findings.violations.push({
+      capability: CAPABILITY,
+      rule: "dedicated-service-account",
+      message: `ServiceAccount ${ns}/${current} of ${what} does not exist (serviceAccount.ensure is off)`,
+      fix: createFix,
+    });
+  }
+  return findings;
+}
+
+/**
+ * The ServiceAccount the controller creates when a namespace appears (lib/cluster-live.ts), or
+ * undefined when pods of that namespace would not be moved (system or ignored namespace, mode off,
+ * capability or its mutation or ensure off).
+ */
+export function serviceAccountForNewNamespace(
+  ns: { name: string; labels: Record<string, string>; annotations: Record<string, string> },
+  settings: RuleContext["settings"],
+): string | undefined {
+  const s = settings.serviceAccount;
+  if (!s.enabled || !s.mutate || !s.ensure || isIgnoredNamespace(ns.name, settings))
+    return undefined;
+  if ((ns.labels[NS_KEYS.mode] ?? settings.mode) === "off") return undefined;
+  const { name } = dedicatedServiceAccount(ns.annotations, s.name);
+  return name === DEFAULT_SERVICE_ACCOUNT ? undefined : name;
+}

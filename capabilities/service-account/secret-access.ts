@@ -1,0 +1,118 @@
+// May the pod's ServiceAccount read the secrets the pod references? Kubernetes itself does not
+// require it (the kubelet fetches secrets with its own node identity), but applications that read
+// their secrets through the API, and clusters whose policies check it (seed 000's LlamaIndex
+// webhook: `unauthorized access to secret "llama-index-config"`), do. So: a warning by default,
+// a denial with serviceAccount.secretAccess=enforce, nothing with off.
+//
+// Every reference counts, optional ones included: `optional: true` tolerates a missing secret,
+// not a forbidden one. imagePullSecrets are not checked: only the kubelet reads them.
+import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
+import type { PodTemplateRef } from "../../lib/pod";
+import type { PodTarget, RuleContext } from "../../lib/policy";
+import { emptyFindings, type Findings } from "../../lib/verdict";
+import { CAPABILITY, serviceAccountOf } from "./rules";
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+
+const nameIn = (x: unknown, field: string): string | undefined =>
+  isRecord(x) && typeof x[field] === "string" && x[field] !== "" ? (x[field] as string) : undefined;
+
+/** Every secret a pod spec references → where (for messages), in first-seen order. */
+export function secretReferences(template: PodTemplateRef): Map<string, string[]> {
+  const refs = new Map<string, string[]>();
+  const add = (name: string | undefined, where: string) => {
+    if (!name) return;
+    const list = refs.get(name) ?? [];
+    if (!list.includes(where)) list.push(where);
+    refs.set(name, list);
+  };
+  for (const ref of containersOf(template)) {
+    const c = ref.container as unknown as Record<string, unknown>;
+    const who = describeContainer(ref);
+    if (Array.isArray(c.env))
+      for (const e of c.env)
+        add(
+          nameIn(
+            isRecord(e) && isRecord(e.valueFrom) ? e.valueFrom.secretKeyRef : undefined,
+            "name",
+          ),
+          `env of ${who}`,
+        );
+    if (Array.isArray(c.envFrom))
+      for (const e of c.envFrom)
+        add(nameIn(isRecord(e) ? e.secretRef : undefined, "name"), `envFrom of ${who}`);
+  }
+  const volumes: unknown = (template.spec as unknown as Record<string, unknown>).volumes;
+  if (Array.isArray(volumes)) {
+    for (const v of volumes) {
+      if (!isRecord(v)) continue;
+      const volume = `volume "${typeof v.name === "string" ? v.name : "?"}"`;
+      add(nameIn(v.secret, "secretName"), volume);
+      const sources = isRecord(v.projected) ? v.projected.sources : undefined;
+      if (Array.isArray(sources))
+        for (const s of sources)
+          add(nameIn(isRecord(s) ? s.secret : undefined, "name"), `projected ${volume}`);
+    }
+  }
+  return refs;
+}
+
+/** A Role name derived from the ServiceAccount's, within the 253-character limit. */
+const roleName = (serviceAccount: string) => `${serviceAccount.slice(0, 230)}-secret-reader`;
+
+/** The two kubectl commands an admin runs to let the ServiceAccount get exactly these secrets. */
+export function grantCommands(
+  namespace: string,
+  serviceAccount: string,
+  secrets: string[],
+): string {
+  const role = roleName(serviceAccount);
+  const names = secrets.map(s => `--resource-name=${s}`).join(" ");
+  return (
+    `kubectl create role ${role} --verb=get --resource=secrets ${names} -n ${namespace} && ` +
+    `kubectl create rolebinding ${role} --role=${role} --serviceaccount=${namespace}:${serviceAccount} -n ${namespace}`
+  );
+}
+
+const quoteList = (names: string[]) => names.map(n => `"${n}"`).join(", ");
+
+/** One question per pod (ClusterView.secretAccess), one finding for all secrets it may not get. */
+export async function checkSecretAccess(
+  object: KubeObject,
+  target: PodTarget,
+  ctx: RuleContext,
+): Promise<Findings> {
+  const findings = emptyFindings();
+  const mode = ctx.settings.serviceAccount.secretAccess;
+  if (!ctx.settings.serviceAccount.enabled || mode === "off" || !ctx.namespaceName) return findings;
+  const refs = secretReferences(target.template);
+  if (!refs.size) return findings;
+  const ns = ctx.namespaceName;
+  const sa = serviceAccountOf(target.template.spec);
+  const secrets = [...refs.keys()];
+  const access = await ctx.cluster.secretAccess(ns, sa, secrets);
+  const what = target.isTemplate ? `the pods of ${describeObject(object)}` : describeObject(object);
+
+  const unknown = secrets.filter(s => access?.allowed.get(s) === undefined);
+  if (unknown.length) {
+    const why =
+      ctx.cluster.source === "snapshot"
+        ? "the cluster snapshot holds no Roles or bindings"
+        : "the API server gave no answer in time";
+    findings.warnings.push(
+      `admission-guard/${CAPABILITY}: not checked whether ServiceAccount ${ns}/${sa} may get secret(s) ${quoteList(unknown)} (${why})`,
+    );
+  }
+  const denied = secrets.filter(s => access?.allowed.get(s) === false);
+  if (!denied.length) return findings;
+  const detail = denied.map(s => `"${s}" (${refs.get(s)!.join("; ")})`).join(", ");
+  findings.violations.push({
+    capability: CAPABILITY,
+    rule: "secret-access",
+    message: `ServiceAccount ${ns}/${sa} of ${what} may not get secret${denied.length > 1 ? "s" : ""} ${detail}`,
+    fix: grantCommands(ns, sa, denied),
+    severity: mode === "enforce" ? "deny" : "warn",
+  });
+  return findings;
+}

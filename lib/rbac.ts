@@ -1,0 +1,255 @@
+// Kubernetes RBAC evaluated from plain objects: the answer a SubjectAccessReview would give, computed
+// from Roles, ClusterRoles, RoleBindings and ClusterRoleBindings. Used by `check --cluster FILE`
+// (SnapshotCluster's default evaluator) and by the e2e stand-in API to answer SubjectAccessReviews
+// from the objects it stores. Pure: no I/O.
+//
+// Follows the semantics of kubernetes/pkg/apis/rbac/v1/evaluation_helpers.go:
+// - a rule matches when its verbs, apiGroups ("" is the core group), resources ("pods",
+//   "pods/log", "*", "*/scale") and resourceNames (empty: every name) all match; "*" is a wildcard;
+// - a RoleBinding grants in its own namespace only, whether it refers to a Role (of that namespace)
+//   or to a ClusterRole; a ClusterRoleBinding grants everywhere;
+// - subjects: User (exact name), Group (exact name), ServiceAccount (name plus namespace; a
+//   ServiceAccount subject without namespace in a RoleBinding means the binding's namespace).
+// Not evaluated: aggregationRule (a real cluster's controller writes the aggregated rules into the
+// ClusterRole, so an exported ClusterRole already carries them), nonResourceURLs, and authorizers
+// other than RBAC (Node, webhook) — none of them grants a ServiceAccount access to secrets.
+import type { RbacEvaluator, SecretAccess } from "./cluster";
+import type { KubeObject } from "./pod";
+
+/** What a SubjectAccessReview asks: `spec.user`, `spec.groups`, `spec.resourceAttributes`. */
+export interface AccessRequest {
+  user: string;
+  groups: string[];
+  namespace: string;
+  verb: string;
+  /** API group, "" for the core group. */
+  group: string;
+  resource: string;
+  subresource?: string;
+  /** "" when the request is not for one named object (list, create). */
+  name?: string;
+}
+
+export interface AccessDecision {
+  allowed: boolean;
+  /** Which binding and role granted it, as the API server's reason says. */
+  reason?: string;
+}
+
+export const RBAC_KINDS = ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"] as const;
+
+interface PolicyRule {
+  verbs: string[];
+  apiGroups: string[];
+  resources: string[];
+  resourceNames: string[];
+}
+
+interface Subject {
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+
+const strings = (x: unknown): string[] =>
+  Array.isArray(x) ? x.filter((s): s is string => typeof s === "string") : [];
+
+function rulesOf(role: KubeObject | undefined): PolicyRule[] {
+  if (!role || !Array.isArray(role.rules)) return [];
+  return role.rules.filter(isRecord).map(r => ({
+    verbs: strings(r.verbs),
+    apiGroups: strings(r.apiGroups),
+    resources: strings(r.resources),
+    resourceNames: strings(r.resourceNames),
+  }));
+}
+
+function subjectsOf(binding: KubeObject): Subject[] {
+  if (!Array.isArray(binding.subjects)) return [];
+  return binding.subjects
+    .filter(isRecord)
+    .filter(s => typeof s.kind === "string" && typeof s.name === "string")
+    .map(s => ({
+      kind: s.kind as string,
+      name: s.name as string,
+      namespace: typeof s.namespace === "string" ? s.namespace : undefined,
+    }));
+}
+
+/** `system:serviceaccount:NS:NAME` and the groups every ServiceAccount is in. */
+export function serviceAccountUser(
+  namespace: string,
+  name: string,
+): { user: string; groups: string[] } {
+  return {
+    user: `system:serviceaccount:${namespace}:${name}`,
+    groups: [
+      "system:serviceaccounts",
+      `system:serviceaccounts:${namespace}`,
+      "system:authenticated",
+    ],
+  };
+}
+
+/** Does the subject of a binding (in bindingNamespace, "" for a ClusterRoleBinding) name this requester? */
+function appliesTo(subject: Subject, req: AccessRequest, bindingNamespace: string): boolean {
+  switch (subject.kind) {
+    case "User":
+      return subject.name === req.user;
+    case "Group":
+      return req.groups.includes(subject.name);
+    case "ServiceAccount": {
+      const ns = subject.namespace || bindingNamespace;
+      return ns !== "" && `system:serviceaccount:${ns}:${subject.name}` === req.user;
+    }
+    default:
+      return false;
+  }
+}
+
+function resourceMatches(ruleResources: string[], req: AccessRequest): boolean {
+  const combined = req.subresource ? `${req.resource}/${req.subresource}` : req.resource;
+  return ruleResources.some(
+    r =>
+      r === "*" ||
+      r === combined ||
+      (!!req.subresource && r.startsWith("*/") && r.slice(2) === req.subresource),
+  );
+}
+
+export function ruleAllows(rule: PolicyRule, req: AccessRequest): boolean {
+  const has = (list: string[], value: string) => list.includes("*") || list.includes(value);
+  if (!has(rule.verbs, req.verb)) return false;
+  if (!has(rule.apiGroups, req.group)) return false;
+  if (!resourceMatches(rule.resources, req)) return false;
+  if (rule.resourceNames.length === 0) return true;
+  return !!req.name && rule.resourceNames.includes(req.name);
+}
+
+/** RBAC objects of a snapshot, indexed once. */
+export class RbacIndex {
+  private readonly roles = new Map<string, KubeObject>();
+  private readonly clusterRoles = new Map<string, KubeObject>();
+  private readonly roleBindings: KubeObject[] = [];
+  private readonly clusterRoleBindings: KubeObject[] = [];
+  /** Whether the objects hold any RBAC object at all: without any, access cannot be known. */
+  readonly hasData: boolean;
+
+  constructor(objects: readonly unknown[]) {
+    let any = false;
+    for (const obj of objects) {
+      if (!isRecord(obj) || typeof obj.kind !== "string") continue;
+      const o = obj as KubeObject;
+      const name = o.metadata?.name ?? "";
+      switch (o.kind) {
+        case "Role":
+          this.roles.set(`${o.metadata?.namespace ?? ""}/${name}`, o);
+          break;
+        case "ClusterRole":
+          this.clusterRoles.set(name, o);
+          break;
+        case "RoleBinding":
+          this.roleBindings.push(o);
+          break;
+        case "ClusterRoleBinding":
+          this.clusterRoleBindings.push(o);
+          break;
+        default:
+          continue;
+      }
+      any = true;
+    }
+    this.hasData = any;
+  }
+
+  /** The SubjectAccessReview answer for one request. */
+  decide(req: AccessRequest): AccessDecision {
+    for (const crb of this.clusterRoleBindings) {
+      const granted = this.grants(crb, "", req);
+      if (granted) return granted;
+    }
+    if (req.namespace) {
+      for (const rb of this.roleBindings) {
+        if ((rb.metadata?.namespace ?? "") !== req.namespace) continue;
+        const granted = this.grants(rb, req.namespace, req);
+        if (granted) return granted;
+      }
+    }
+    return { allowed: false };
+  }
+
+  private grants(
+    binding: KubeObject,
+    bindingNamespace: string,
+    req: AccessRequest,
+  ): AccessDecision | undefined {
+    const ref = isRecord(binding.roleRef) ? binding.roleRef : {};
+    const refKind = ref.kind;
+    const refName = typeof ref.name === "string" ? ref.name : "";
+    if (!subjectsOf(binding).some(s => appliesTo(s, req, bindingNamespace))) return undefined;
+    let role: KubeObject | undefined;
+    if (refKind === "ClusterRole") role = this.clusterRoles.get(refName);
+    // A ClusterRoleBinding cannot refer to a Role; a RoleBinding's Role is in its own namespace.
+    else if (refKind === "Role" && bindingNamespace)
+      role = this.roles.get(`${bindingNamespace}/${refName}`);
+    if (!rulesOf(role).some(rule => ruleAllows(rule, req))) return undefined;
+    const where = bindingNamespace
+      ? `RoleBinding "${binding.metadata?.name}" of ${refKind} "${refName}" to ${req.user} in namespace "${bindingNamespace}"`
+      : `ClusterRoleBinding "${binding.metadata?.name}" of ClusterRole "${refName}" to ${req.user}`;
+    return { allowed: true, reason: `RBAC: allowed by ${where}` };
+  }
+}
+
+/** Whether a ServiceAccount may `get` each secret; undefined when the objects hold no RBAC data. */
+export const evaluateSecretAccess: RbacEvaluator = (
+  objects,
+  namespace,
+  serviceAccount,
+  secrets,
+): SecretAccess | undefined => {
+  const index = new RbacIndex(objects);
+  if (!index.hasData) return undefined;
+  const who = serviceAccountUser(namespace, serviceAccount);
+  const allowed = new Map<string, boolean>();
+  for (const name of secrets) {
+    const req = { ...who, namespace, verb: "get", group: "", resource: "secrets", name };
+    allowed.set(name, index.decide(req).allowed);
+  }
+  return { allowed };
+};
+
+/**
+ * Answers an authorization.k8s.io/v1 SubjectAccessReview (the object a client POSTs) from RBAC
+ * objects: the request object with `status` filled, as the API server returns it. For the e2e
+ * stand-in API. Non-resource requests and malformed reviews are answered "not allowed".
+ */
+export function answerSubjectAccessReview(
+  objects: readonly unknown[],
+  review: unknown,
+): KubeObject & { status: { allowed: boolean; reason?: string } } {
+  const body: KubeObject = isRecord(review) ? (review as KubeObject) : {};
+  const spec = isRecord(body.spec) ? body.spec : {};
+  const attrs = isRecord(spec.resourceAttributes) ? spec.resourceAttributes : undefined;
+  const out = {
+    ...body,
+    apiVersion: "authorization.k8s.io/v1",
+    kind: "SubjectAccessReview",
+    status: { allowed: false } as { allowed: boolean; reason?: string },
+  };
+  if (!attrs || typeof spec.user !== "string") return out;
+  const str = (x: unknown) => (typeof x === "string" ? x : "");
+  out.status = new RbacIndex(objects).decide({
+    user: spec.user,
+    groups: strings(spec.groups),
+    namespace: str(attrs.namespace),
+    verb: str(attrs.verb),
+    group: str(attrs.group),
+    resource: str(attrs.resource),
+    subresource: str(attrs.subresource) || undefined,
+    name: str(attrs.name),
+  });
+  return out;
+}
