@@ -6,7 +6,7 @@ import type { KubeObject } from "../../lib/pod";
 import { NS_KEYS } from "../../lib/settings";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
-import { checkParity } from "../support/parity";
+import { checkParity, settingsEnv } from "../support/parity";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
 import { cachesSynced, eventually } from "../support/wait";
 import { DEMO_NS, deniedDemoPod } from "./cases";
@@ -98,5 +98,37 @@ describe("API server outage", () => {
     await eventually(async () => {
       expect((await admit(controller, deniedDemoPod())).allowed).toBe(false);
     }, 30_000);
+  }, 60_000);
+});
+
+describe("settings through the controller's environment", () => {
+  it("mode=warn by default: allowed with the violation as a warning, parity holds", async () => {
+    const settings = { mode: "warn" as const };
+    const warnApi = await startStandIn({ objects: [namespace()] });
+    const warnController = await startController({ api: warnApi, env: settingsEnv(settings) });
+    try {
+      await cachesSynced(warnApi);
+      const report = await checkParity(warnController, deniedDemoPod(), {
+        objects: warnApi.objects(),
+        settings,
+      });
+      expect(report.e2e.allowed).toBe(true);
+      expect(report.e2e.warnings.join("\n")).toContain("admission-guard/hello-pepr:");
+      expect(report.differences).toEqual([]);
+    } finally {
+      await warnController.stop();
+      await warnApi.stop();
+    }
+  }, 60_000);
+
+  it("a bad setting stops start-up with a message naming it", async () => {
+    const badApi = await startStandIn({ objects: [namespace()] });
+    try {
+      await expect(
+        startController({ api: badApi, env: { ADMISSION_GUARD_MODE: "sometimes" } }),
+      ).rejects.toThrow(/exited during start-up[\s\S]*mode/);
+    } finally {
+      await badApi.stop();
+    }
   }, 60_000);
 });

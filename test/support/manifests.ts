@@ -36,10 +36,21 @@ export function loadManifests(path: string): Manifest[] {
   );
 }
 
-/** The seed workloads and their cluster: examples/ when the repo has it, else the e2e fixtures. */
-export function seedWorkloads(): { workloads: Manifest[]; cluster: KubeObject[]; from: string } {
+/**
+ * Workloads (*.yaml of a directory) and their cluster (its cluster/ subdirectory): the given
+ * directory, else examples/ when the repo has it, else the e2e fixtures.
+ */
+export function seedWorkloads(dir?: string): {
+  workloads: Manifest[];
+  cluster: KubeObject[];
+  from: string;
+} {
   const examples = resolve(REPO_ROOT, "examples");
-  const from = loadManifests(examples).length ? examples : resolve(REPO_ROOT, "test/fixtures/e2e");
+  const from = dir
+    ? resolve(dir)
+    : loadManifests(examples).length
+      ? examples
+      : resolve(REPO_ROOT, "test/fixtures/e2e");
   return {
     workloads: loadManifests(from),
     cluster: loadManifests(join(from, "cluster")).map(m => m.object),

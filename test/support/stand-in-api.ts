@@ -393,6 +393,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       res,
     };
     res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
+    // Send the headers now: clients consider the watch established only when they arrive.
+    res.flushHeaders();
     const since = Number(query.get("resourceVersion") || 0);
     if (since > 0) {
       const oldest = events[0]?.rv ?? resourceVersion;
