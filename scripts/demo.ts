@@ -8,10 +8,9 @@ import type { Operation } from "fast-json-patch";
 import type { KubeObject } from "../lib/pod";
 import { describeObject } from "../lib/pod";
 import { admit, type AdmitResult } from "../test/support/admission";
-import { REPO_ROOT, startController, type Controller } from "../test/support/controller";
+import { REPO_ROOT } from "../test/support/controller";
+import { startEnvironment, type Environment } from "../test/support/environment";
 import { seedWorkloads } from "../test/support/manifests";
-import { startStandIn, type StandInApi } from "../test/support/stand-in-api";
-import { cachesSynced } from "../test/support/wait";
 
 const MAX_CHANGES_SHOWN = 15;
 const tty = process.stdout.isTTY;
@@ -83,12 +82,10 @@ async function main(): Promise<number> {
     `admission-guard demo: ${workloads.length} workloads from ${relative(REPO_ROOT, from)}/, ` +
       `${cluster.length} cluster objects, real controller against a local stand-in API`,
   );
-  let api: StandInApi | undefined;
-  let controller: Controller | undefined;
+  let environment: Environment | undefined;
   try {
-    api = await startStandIn({ objects: cluster });
-    controller = await startController({ api, env: { LOG_LEVEL: "warn" } });
-    await cachesSynced(api);
+    environment = await startEnvironment({ objects: cluster, env: { LOG_LEVEL: "warn" } });
+    const { controller } = environment;
     console.log(dim(`controller ready at ${controller.url} in ${Date.now() - started} ms`));
     let denied = 0;
     for (const { file, object } of workloads) {
@@ -103,11 +100,10 @@ async function main(): Promise<number> {
     return 0;
   } catch (e) {
     console.error(red(`demo failed: ${e instanceof Error ? e.message : String(e)}`));
-    if (controller) console.error(controller.logs().slice(-3000));
+    if (environment) console.error(environment.controller.logs().slice(-3000));
     return 1;
   } finally {
-    await controller?.stop();
-    await api?.stop();
+    await environment?.stop();
   }
 }
 

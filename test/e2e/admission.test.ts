@@ -2,14 +2,12 @@
 // against the stand-in API. Assertions use hello-pepr (acts in pepr-demo) plus properties every
 // capability must keep: the patch applies, fixes are recorded and reported, nothing crashes.
 import { HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
+import { useEnvironment } from "../support/environment";
 import { recordedFixes } from "../../lib/engine";
 import type { KubeObject } from "../../lib/pod";
 import { NS_KEYS } from "../../lib/settings";
 import { admit, podCreateReview, workloadReview, type AdmitResult } from "../support/admission";
-import { startController, type Controller } from "../support/controller";
 import { withoutPeprAnnotations, canonical } from "../support/parity";
-import { startStandIn, type StandInApi } from "../support/stand-in-api";
-import { cachesSynced } from "../support/wait";
 import {
   clusterObjects,
   DEMO_NS,
@@ -26,19 +24,7 @@ import {
   unknownKind,
 } from "./cases";
 
-let api: StandInApi;
-let controller: Controller;
-
-beforeAll(async () => {
-  api = await startStandIn({ objects: clusterObjects });
-  controller = await startController({ api });
-  await cachesSynced(api);
-}, 60_000);
-
-afterAll(async () => {
-  await controller?.stop();
-  await api?.stop();
-});
+const env = useEnvironment({ objects: clusterObjects });
 
 const DENIAL_FORMAT = /^admission-guard\/[a-z0-9-]+: .+\. Fix: .+/;
 
@@ -61,7 +47,7 @@ describe("seed pods (Pod CREATE, defaulted by the API server)", () => {
   it.each(seedPods.map(p => [`${p.metadata?.namespace}/${p.metadata?.name}`, p]))(
     "%s: mutate answers a patch that applies, validate answers a well-formed verdict",
     async (_name, pod) => {
-      const result = await admit(controller, pod as KubeObject);
+      const result = await admit(env.controller, pod as KubeObject);
       expect(result.mutateResponse?.allowed).toBe(true);
       expect(result.validateResponse.uid).toBeTruthy();
       expectWellFormedOutcome(result);
@@ -75,7 +61,7 @@ describe("seed pods (Pod CREATE, defaulted by the API server)", () => {
     "%s in the demo namespace: greeted, the fix recorded and reported, user labels kept",
     async (_name, pod) => {
       const moved = inNamespace(pod as KubeObject, DEMO_NS);
-      const result = await admit(controller, moved);
+      const result = await admit(env.controller, moved);
       expect(result.patched.metadata?.labels?.[HELLO_LABEL]).toBe("true");
       for (const [key, value] of Object.entries(moved.metadata?.labels ?? {}))
         expect(result.patched.metadata?.labels?.[key]).toBe(value);
@@ -89,7 +75,7 @@ describe("seed pods (Pod CREATE, defaulted by the API server)", () => {
 
 describe("hello-pepr through the controller", () => {
   it("denies a pod that asks to be refused, naming the capability and the fix", async () => {
-    const result = await admit(controller, deniedDemoPod());
+    const result = await admit(env.controller, deniedDemoPod());
     expect(result.mutateResponse?.allowed).toBe(true);
     expect(result.allowed).toBe(false);
     expect(result.message).toMatch(DENIAL_FORMAT);
@@ -100,15 +86,15 @@ describe("hello-pepr through the controller", () => {
   });
 
   it("fixes a pod once: sending the fixed pod again changes nothing of ours", async () => {
-    const first = await admit(controller, demoPod());
-    const second = await admit(controller, first.patched, { defaulted: false });
+    const first = await admit(env.controller, demoPod());
+    const second = await admit(env.controller, first.patched, { defaulted: false });
     expect(canonical(withoutPeprAnnotations(second.patched))).toBe(
       canonical(withoutPeprAnnotations(first.patched)),
     );
   });
 
   it("handles a ReplicaSet's pod (generateName, no name, owner, controller's userInfo)", async () => {
-    const result = await admit(controller, replicaSetPod());
+    const result = await admit(env.controller, replicaSetPod());
     expect(result.request.userInfo.username).toContain("replicaset-controller");
     expect(result.patched.metadata?.labels?.[HELLO_LABEL]).toBe("true");
     expect(result.patched.metadata?.labels?.["pod-template-hash"]).toBe("7d9f8b6c5");
@@ -122,10 +108,10 @@ describe("hello-pepr through the controller", () => {
 describe("workloads", () => {
   it("a Deployment CREATE is not mutated and is warned what its pods will get", async () => {
     const review = workloadReview(demoDeployment());
-    const mutated = await controller.mutate(review);
+    const mutated = await env.controller.mutate(review);
     expect(mutated.response?.allowed).toBe(true);
     expect(mutated.response?.patch).toBeUndefined();
-    const result = await admit(controller, demoDeployment());
+    const result = await admit(env.controller, demoDeployment());
     expect(result.allowed).toBe(true);
     expect(result.patched).toEqual(result.request.object);
     expect(result.warnings).toContainEqual(
@@ -137,10 +123,10 @@ describe("workloads", () => {
 
   it("a Deployment whose pods would be refused is denied early, on CREATE and UPDATE", async () => {
     const bad = demoDeployment({ [HELLO_DENY_LABEL]: "true" });
-    const created = await admit(controller, bad);
+    const created = await admit(env.controller, bad);
     expect(created.allowed).toBe(false);
     expect(created.message).toContain(`spec.template.metadata.labels`);
-    const updated = await admit(controller, bad, {
+    const updated = await admit(env.controller, bad, {
       operation: "UPDATE",
       oldObject: demoDeployment(),
     });
@@ -150,11 +136,11 @@ describe("workloads", () => {
   it.each(seedWorkloadObjects.map(w => [`${w.kind} ${w.metadata?.name}`, w]))(
     "seed %s: validated, never patched",
     async (_name, workload) => {
-      const result = await admit(controller, workload as KubeObject);
+      const result = await admit(env.controller, workload as KubeObject);
       expect(result.mutateResponse).toBeUndefined();
       expect(result.validateResponse.uid).toBeTruthy();
       if (!result.allowed) expect(result.message).toMatch(DENIAL_FORMAT);
-      const mutated = await controller.mutate(workloadReview(workload as KubeObject));
+      const mutated = await env.controller.mutate(workloadReview(workload as KubeObject));
       expect(mutated.response?.patch).toBeUndefined();
     },
   );
@@ -162,7 +148,7 @@ describe("workloads", () => {
 
 describe("objects admission-guard leaves alone", () => {
   it("a kube-system pod is allowed and untouched, even one carrying the deny label", async () => {
-    const result = await admit(controller, kubeSystemPod());
+    const result = await admit(env.controller, kubeSystemPod());
     expect(result.allowed).toBe(true);
     expect(canonical(withoutPeprAnnotations(result.patched))).toBe(
       canonical(result.request.object),
@@ -171,10 +157,10 @@ describe("objects admission-guard leaves alone", () => {
   });
 
   it("an unknown kind is allowed without a patch or a warning", async () => {
-    const mutated = await controller.mutate(workloadReview(unknownKind()));
+    const mutated = await env.controller.mutate(workloadReview(unknownKind()));
     expect(mutated.response).toMatchObject({ allowed: true });
     expect(mutated.response?.patch).toBeUndefined();
-    const validated = await controller.validate(workloadReview(unknownKind()));
+    const validated = await env.controller.validate(workloadReview(unknownKind()));
     expect(validated.response?.allowed).toBe(true);
     expect(validated.response?.warnings ?? []).toEqual([]);
   });
@@ -182,21 +168,24 @@ describe("objects admission-guard leaves alone", () => {
 
 describe("bad input gets an answer, never a crash or a hang", () => {
   it("a pod without containers is answered, and the controller keeps serving", async () => {
-    const result = await admit(controller, podWithoutContainers());
+    const result = await admit(env.controller, podWithoutContainers());
     if (!result.allowed) expect(result.message).toMatch(DENIAL_FORMAT);
-    expect((await admit(controller, demoPod())).allowed).toBe(true);
+    expect((await admit(env.controller, demoPod())).allowed).toBe(true);
   });
 
   it("a pod without spec is denied with a message saying what is missing", async () => {
-    const result = await admit(controller, podWithoutSpec());
+    const result = await admit(env.controller, podWithoutSpec());
     expect(result.allowed).toBe(false);
     expect(result.message).toContain("admission-guard/hello-pepr: Pod has no spec");
     expect(result.message).toMatch(DENIAL_FORMAT);
   });
 
   it("a body that is not JSON gets HTTP 400 (from Pepr's body parser)", async () => {
-    for (const path of [`/mutate/${controller.apiPath}`, `/validate/${controller.apiPath}`]) {
-      const res = await controller.post(path, "this is not json");
+    for (const path of [
+      `/mutate/${env.controller.apiPath}`,
+      `/validate/${env.controller.apiPath}`,
+    ]) {
+      const res = await env.controller.post(path, "this is not json");
       expect(res.status).toBe(400);
     }
   });
@@ -209,10 +198,10 @@ describe("bad input gets an answer, never a crash or a hang", () => {
       "[]",
       JSON.stringify({ ...podCreateReview(demoPod()), request: undefined }),
     ]) {
-      const res = await controller.post(`/validate/${controller.apiPath}`, body);
+      const res = await env.controller.post(`/validate/${env.controller.apiPath}`, body);
       expect(res.status).toBe(500);
     }
-    expect((await controller.get("/healthz")).status).toBe(200);
+    expect((await env.controller.get("/healthz")).status).toBe(200);
   });
 
   it("HTTP 500 too: no operation, object null on CREATE, a body not sent as JSON", async () => {
@@ -225,16 +214,16 @@ describe("bad input gets an answer, never a crash or a hang", () => {
     ];
     for (const endpoint of ["mutate", "validate"]) {
       for (const body of bodies)
-        expect((await controller.post(`/${endpoint}/${controller.apiPath}`, body)).status).toBe(
-          500,
-        );
-      const asText = await controller.post(
-        `/${endpoint}/${controller.apiPath}`,
+        expect(
+          (await env.controller.post(`/${endpoint}/${env.controller.apiPath}`, body)).status,
+        ).toBe(500);
+      const asText = await env.controller.post(
+        `/${endpoint}/${env.controller.apiPath}`,
         JSON.stringify(review),
         "text/plain",
       );
       expect(asText.status).toBe(500);
     }
-    expect((await admit(controller, demoPod())).allowed).toBe(true);
+    expect((await admit(env.controller, demoPod())).allowed).toBe(true);
   });
 });

@@ -3,16 +3,12 @@
 // follows it. Also: the controller keeps answering from its caches while the API is down, and
 // picks up changes once it is back.
 import type { KubeObject } from "../../lib/pod";
+import { startEnvironment, useEnvironment } from "../support/environment";
 import { NS_KEYS } from "../../lib/settings";
 import { admit } from "../support/admission";
-import { startController, type Controller } from "../support/controller";
 import { checkParity, settingsEnv } from "../support/parity";
-import { startStandIn, type StandInApi } from "../support/stand-in-api";
-import { cachesSynced, eventually } from "../support/wait";
+import { eventually } from "../support/wait";
 import { DEMO_NS, deniedDemoPod } from "./cases";
-
-let api: StandInApi;
-let controller: Controller;
 
 const namespace = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
@@ -20,44 +16,37 @@ const namespace = (labels: Record<string, string> = {}): KubeObject => ({
   metadata: { name: DEMO_NS, labels },
 });
 
-beforeAll(async () => {
-  api = await startStandIn({ objects: [namespace()] });
-  controller = await startController({ api });
-  await cachesSynced(api);
-}, 60_000);
-
-afterAll(async () => {
-  await controller?.stop();
-  await api?.stop();
-});
+const env = useEnvironment({ objects: [namespace()] });
 
 /** Waits until the controller's verdict on the deny-label pod is `allowed`. */
 const verdictBecomes = (allowed: boolean) =>
   eventually(async () => {
-    const result = await admit(controller, deniedDemoPod());
+    const result = await admit(env.controller, deniedDemoPod());
     if (result.allowed !== allowed) throw new Error(`still allowed=${result.allowed}`);
     return result;
   });
 
 describe("namespace mode label, through the watch", () => {
   it("enforce (no label): denied", async () => {
-    expect((await admit(controller, deniedDemoPod())).allowed).toBe(false);
+    expect((await admit(env.controller, deniedDemoPod())).allowed).toBe(false);
   });
 
   it("warn: allowed, the violation returned as a warning; parity holds", async () => {
-    api.put(namespace({ [NS_KEYS.mode]: "warn" }));
+    env.api.put(namespace({ [NS_KEYS.mode]: "warn" }));
     const result = await verdictBecomes(true);
     expect(result.warnings).toContainEqual(
       expect.stringMatching(/^admission-guard\/hello-pepr: .*Fix: remove the label/),
     );
-    const report = await checkParity(controller, deniedDemoPod(), { objects: api.objects() });
+    const report = await checkParity(env.controller, deniedDemoPod(), {
+      objects: env.api.objects(),
+    });
     expect(report.differences).toEqual([]);
   });
 
   it("off: allowed, not mutated", async () => {
-    api.put(namespace({ [NS_KEYS.mode]: "off" }));
+    env.api.put(namespace({ [NS_KEYS.mode]: "off" }));
     await eventually(async () => {
-      const result = await admit(controller, deniedDemoPod());
+      const result = await admit(env.controller, deniedDemoPod());
       expect(result.allowed).toBe(true);
       expect(result.warnings).toEqual([]);
       expect(
@@ -67,36 +56,36 @@ describe("namespace mode label, through the watch", () => {
   });
 
   it("an unknown mode value enforces and says so", async () => {
-    api.put(namespace({ [NS_KEYS.mode]: "bogus" }));
+    env.api.put(namespace({ [NS_KEYS.mode]: "bogus" }));
     const result = await verdictBecomes(false);
     expect(result.warnings.join("\n")).toContain(`${NS_KEYS.mode}="bogus"`);
   });
 
   it("label removed: enforce again", async () => {
-    api.put(namespace({ [NS_KEYS.mode]: "warn" }));
+    env.api.put(namespace({ [NS_KEYS.mode]: "warn" }));
     await verdictBecomes(true);
-    api.put(namespace());
+    env.api.put(namespace());
     await verdictBecomes(false);
   });
 });
 
 describe("API server outage", () => {
   it("answers from its caches while the API is down, and catches up once it is back", async () => {
-    api.put(namespace({ [NS_KEYS.mode]: "warn" }));
+    env.api.put(namespace({ [NS_KEYS.mode]: "warn" }));
     await verdictBecomes(true);
-    api.setDown(true);
+    env.api.setDown(true);
     try {
       // A change the controller cannot see yet: its cache still says warn.
-      api.put(namespace({ [NS_KEYS.mode]: "enforce" }));
-      const during = await admit(controller, deniedDemoPod());
+      env.api.put(namespace({ [NS_KEYS.mode]: "enforce" }));
+      const during = await admit(env.controller, deniedDemoPod());
       expect(during.allowed).toBe(true);
-      expect(api.watching("Namespace")).toBe(0);
+      expect(env.api.watching("Namespace")).toBe(0);
     } finally {
-      api.setDown(false);
+      env.api.setDown(false);
     }
     // The watch reconnects (list, then watch) and the change arrives.
     await eventually(async () => {
-      expect((await admit(controller, deniedDemoPod())).allowed).toBe(false);
+      expect((await admit(env.controller, deniedDemoPod())).allowed).toBe(false);
     }, 30_000);
   }, 60_000);
 });
@@ -104,31 +93,23 @@ describe("API server outage", () => {
 describe("settings through the controller's environment", () => {
   it("mode=warn by default: allowed with the violation as a warning, parity holds", async () => {
     const settings = { mode: "warn" as const };
-    const warnApi = await startStandIn({ objects: [namespace()] });
-    const warnController = await startController({ api: warnApi, env: settingsEnv(settings) });
+    const warn = await startEnvironment({ objects: [namespace()], env: settingsEnv(settings) });
     try {
-      await cachesSynced(warnApi);
-      const report = await checkParity(warnController, deniedDemoPod(), {
-        objects: warnApi.objects(),
+      const report = await checkParity(warn.controller, deniedDemoPod(), {
+        objects: warn.api.objects(),
         settings,
       });
       expect(report.e2e.allowed).toBe(true);
       expect(report.e2e.warnings.join("\n")).toContain("admission-guard/hello-pepr:");
       expect(report.differences).toEqual([]);
     } finally {
-      await warnController.stop();
-      await warnApi.stop();
+      await warn.stop();
     }
   }, 60_000);
 
   it("a bad setting stops start-up with a message naming it", async () => {
-    const badApi = await startStandIn({ objects: [namespace()] });
-    try {
-      await expect(
-        startController({ api: badApi, env: { ADMISSION_GUARD_MODE: "sometimes" } }),
-      ).rejects.toThrow(/exited during start-up[\s\S]*mode/);
-    } finally {
-      await badApi.stop();
-    }
+    await expect(
+      startEnvironment({ objects: [namespace()], env: { ADMISSION_GUARD_MODE: "sometimes" } }),
+    ).rejects.toThrow(/exited during start-up[\s\S]*mode/);
   }, 60_000);
 });

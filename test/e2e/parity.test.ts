@@ -2,10 +2,8 @@
 // through lib/engine.ts review() over a snapshot of the same cluster gives the same verdict, the
 // same denial message and the same resulting pod (Pepr's own annotations aside).
 import type { KubeObject } from "../../lib/pod";
-import { startController, type Controller } from "../support/controller";
+import { useEnvironment } from "../support/environment";
 import { checkParity } from "../support/parity";
-import { startStandIn, type StandInApi } from "../support/stand-in-api";
-import { cachesSynced } from "../support/wait";
 import {
   clusterObjects,
   DEMO_NS,
@@ -22,19 +20,7 @@ import {
 } from "./cases";
 import { HELLO_DENY_LABEL } from "../../hello-pepr";
 
-let api: StandInApi;
-let controller: Controller;
-
-beforeAll(async () => {
-  api = await startStandIn({ objects: clusterObjects });
-  controller = await startController({ api });
-  await cachesSynced(api);
-}, 60_000);
-
-afterAll(async () => {
-  await controller?.stop();
-  await api?.stop();
-});
+const env = useEnvironment({ objects: clusterObjects });
 
 const seedObjects = seeds.workloads.map(m => m.object);
 const cases: [string, KubeObject][] = [
@@ -56,29 +42,33 @@ const cases: [string, KubeObject][] = [
 
 describe("parity: controller and engine agree", () => {
   it.each(cases)("%s", async (_name, manifest) => {
-    const report = await checkParity(controller, manifest, { objects: api.objects() });
+    const report = await checkParity(env.controller, manifest, { objects: env.api.objects() });
     expect(report.differences).toEqual([]);
   });
 
   it("on UPDATE of a Deployment too", async () => {
-    const report = await checkParity(controller, demoDeployment({ [HELLO_DENY_LABEL]: "true" }), {
-      objects: api.objects(),
-      operation: "UPDATE",
-      oldObject: demoDeployment(),
-    });
+    const report = await checkParity(
+      env.controller,
+      demoDeployment({ [HELLO_DENY_LABEL]: "true" }),
+      {
+        objects: env.api.objects(),
+        operation: "UPDATE",
+        oldObject: demoDeployment(),
+      },
+    );
     expect(report.e2e.allowed).toBe(false);
     expect(report.differences).toEqual([]);
   });
 
   it("notices when they disagree (the engine told the namespace is in warn mode)", async () => {
-    const warnCluster = api
+    const warnCluster = env.api
       .objects()
       .map(o =>
         o.kind === "Namespace" && o.metadata?.name === DEMO_NS
           ? { ...o, metadata: { ...o.metadata, labels: { "admission-guard.dev/mode": "warn" } } }
           : o,
       );
-    const report = await checkParity(controller, deniedDemoPod(), { objects: warnCluster });
+    const report = await checkParity(env.controller, deniedDemoPod(), { objects: warnCluster });
     expect(report.differences.join("\n")).toMatch(/allowed: controller false, engine true/);
   });
 });

@@ -45,13 +45,6 @@ export interface ResourceType {
   namespaced: boolean;
 }
 
-const core = (kind: string, plural: string, namespaced = true): ResourceType => ({
-  group: "",
-  version: "v1",
-  kind,
-  plural,
-  namespaced,
-});
 const inGroup =
   (group: string, version = "v1") =>
   (kind: string, plural: string, namespaced = true): ResourceType => ({
@@ -61,6 +54,7 @@ const inGroup =
     plural,
     namespaced,
   });
+const core = inGroup("");
 const rbac = inGroup("rbac.authorization.k8s.io");
 const apps = inGroup("apps");
 const batch = inGroup("batch");
