@@ -148,7 +148,7 @@ export function checkQuotas(
   for (const quota of sorted) {
     const name = quota.metadata?.name ?? "(unnamed)";
     const hard = hardOf(quota);
-    const tracked = [...hard.keys()].filter(isPodQuotaResource);
+    const tracked = [...hard.keys()].filter(isPodQuotaResource).sort(); // sorted, as Kubernetes prints them
     if (!tracked.length) continue;
     if (!scopeSelectors(quota).every(s => scopeMatches(s, demand.spec, demand.bestEffort)))
       continue;
