@@ -2,7 +2,7 @@
 // that fits, rounded down to something a person would write.
 import { describeContainer } from "../../lib/pod";
 import { formatQuantity, type Quantity, type QuantityFormat } from "../../lib/quantity";
-import type { PodResources } from "./resources";
+import type { ContainerResources, PodResources } from "./resources";
 
 export type Side = "requests" | "limits";
 
@@ -15,19 +15,24 @@ export function fieldOf(quotaResource: string): { side: Side; resource: string }
   return { side: "requests", resource: quotaResource };
 }
 
+/** Whether a container's request of a resource equals its limit (set so, or copied from it). */
+export function requestIsLimit(c: ContainerResources, resource: string): boolean {
+  const request = c.requests.get(resource);
+  return !!request && c.limits.get(resource)?.milli === request.milli;
+}
+
 /**
- * Which containers ask for a resource and where the value came from:
- * `container "trainer" (spec.containers[0]) asks 8Gi, copied from its limit`.
+ * Which containers ask for a resource: `container "trainer" (spec.containers[0]) asks 8Gi, its
+ * limit too`. Worded from the values alone, so a manifest as written (`check`) and the same pod
+ * defaulted by the API server (webhook) read the same.
  */
 export function contributions(pod: PodResources, side: Side, resource: string): string {
   const parts: string[] = [];
   for (const c of pod.containers) {
     const q = (side === "requests" ? c.requests : c.limits).get(resource);
     if (!q || q.milli <= 0n) continue;
-    let origin = "";
-    if (side === "requests" && c.requestFromLimit.has(resource)) origin = ", copied from its limit";
-    else if (c.fromLimitRange.has(resource)) origin = ", the namespace LimitRange's default";
-    parts.push(`${describeContainer(c.ref)} (${c.ref.path}) asks ${formatQuantity(q)}${origin}`);
+    const same = side === "requests" && requestIsLimit(c, resource) ? ", its limit too" : "";
+    parts.push(`${describeContainer(c.ref)} (${c.ref.path}) asks ${formatQuantity(q)}${same}`);
   }
   return parts.join("; ");
 }

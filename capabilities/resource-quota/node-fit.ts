@@ -13,7 +13,7 @@
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
 import type { Violation } from "../../lib/verdict";
-import { contributions, roundDown, show } from "./explain";
+import { contributions, requestIsLimit, roundDown, show } from "./explain";
 import { isExtendedResource, parseList, type PodResources, type ResourceList } from "./resources";
 import { CAPABILITY } from "./quota";
 
@@ -216,14 +216,15 @@ export function checkNodeFit(
   return { violations, warnings };
 }
 
-/** How a requested resource is described: the limit when every container's request came from it. */
-function describeAsk(input: NodeFitInput, resource: string, q: Quantity): string {
+/** Whether every container asking for the resource asks its limit: then both must go down. */
+function asksLimits(input: NodeFitInput, resource: string): boolean {
   const askers = input.pod.containers.filter(c => (c.requests.get(resource)?.milli ?? 0n) > 0n);
-  const fromLimits = askers.length > 0 && askers.every(c => c.requestFromLimit.has(resource));
-  return fromLimits
-    ? `${resource} limit ${show(q)} (which its request defaults to)`
-    : `${resource} request ${show(q)}`;
+  return askers.length > 0 && askers.every(c => requestIsLimit(c, resource));
 }
+
+/** `memory request and limit 8Gi` / `cpu request 8`. */
+const describeAsk = (input: NodeFitInput, resource: string, q: Quantity) =>
+  `${resource} request${asksLimits(input, resource) ? " and limit" : ""} ${show(q)}`;
 
 function lowerFix(
   input: NodeFitInput,
@@ -233,8 +234,11 @@ function lowerFix(
 ): string | undefined {
   const fit = roundDown(fitMilli, resource, q.format);
   if (!fit) return undefined;
+  const fields = asksLimits(input, resource)
+    ? `resources.requests.${resource} and resources.limits.${resource}`
+    : `resources.requests.${resource}`;
   const who = contributions(input.pod, "requests", resource);
-  return `lower resources.requests.${resource} (or the limit it defaults from) so the pod asks at most ${show(fit)} ${resource}${who ? ` (${who})` : ""}`;
+  return `lower ${fields} so the pod asks at most ${show(fit)} ${resource}${who ? ` (${who})` : ""}`;
 }
 
 function podFit(

@@ -22,10 +22,6 @@ export interface ContainerResources {
   ref: ContainerRef;
   requests: ResourceList;
   limits: ResourceList;
-  /** Resources whose request was copied from the container's own limit. */
-  requestFromLimit: Set<string>;
-  /** Resources set from the namespace's LimitRange (request or limit). */
-  fromLimitRange: Set<string>;
 }
 
 export interface PodResources {
@@ -112,27 +108,10 @@ function containerResources(
   const resources = isRecord(ref.container.resources) ? ref.container.resources : {};
   const requests = parseList(resources.requests, `${ref.path}.resources.requests`, errors);
   const limits = parseList(resources.limits, `${ref.path}.resources.limits`, errors);
-  const requestFromLimit = new Set<string>();
-  const fromLimitRange = new Set<string>();
-  for (const [k, v] of limits) {
-    if (!requests.has(k)) {
-      requests.set(k, v);
-      requestFromLimit.add(k);
-    }
-  }
-  for (const [k, v] of defaults.limits) {
-    if (!limits.has(k)) {
-      limits.set(k, v);
-      fromLimitRange.add(k);
-    }
-  }
-  for (const [k, v] of defaults.requests) {
-    if (!requests.has(k)) {
-      requests.set(k, v);
-      fromLimitRange.add(k);
-    }
-  }
-  return { ref, requests, limits, requestFromLimit, fromLimitRange };
+  for (const [k, v] of limits) if (!requests.has(k)) requests.set(k, v);
+  for (const [k, v] of defaults.limits) if (!limits.has(k)) limits.set(k, v);
+  for (const [k, v] of defaults.requests) if (!requests.has(k)) requests.set(k, v);
+  return { ref, requests, limits };
 }
 
 /** Pod-level resources (spec.resources) Kubernetes supports: they replace the containers' sum. */

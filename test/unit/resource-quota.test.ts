@@ -105,7 +105,7 @@ describe("quota: pods", () => {
     expect(r.violations.map(v => v.rule)).toEqual(["quota-exceeded"]);
     expect(r.denials[0]).toBe(
       `admission-guard/resource-quota: Pod mlflow-prod/mlflow-train exceeds the namespace quota: requests.cpu: pod asks 8, quota compute-resources has 5 of 100 left (95 used). ` +
-        `Fix: lower the pod's requests.cpu to at most 5 (container "mlflow-train" (spec.containers[0]) asks 8); ` +
+        `Fix: lower the pod's requests.cpu to at most 5 (container "mlflow-train" (spec.containers[0]) asks 8, its limit too); ` +
         `or have an admin raise the quota: kubectl patch resourcequota compute-resources -n mlflow-prod --type merge -p '{"spec":{"hard":{"requests.cpu":"103"}}}'`,
     );
   });
@@ -178,7 +178,7 @@ describe("quota: pods", () => {
       "requests.nvidia.com/gpu: pod asks 2, quota gpu has 1 of 4 left (3 used)",
     );
     expect(r.text).toContain("lower the pod's requests.nvidia.com/gpu to at most 1");
-    expect(r.text).toContain("copied from its limit");
+    expect(r.text).toContain("asks 2, its limit too");
     expect(r.text).toContain(`"requests.nvidia.com/gpu":"5"`);
   });
 
@@ -498,10 +498,10 @@ describe("node fit", () => {
     const fit = r.violations.find(v => v.rule === "node-fit");
     expect(formatViolation(fit!)).toBe(
       `admission-guard/resource-quota: Pod llama-index/llamaindex-trainer fits no node and would stay Pending: ` +
-        `memory limit 8Gi (which its request defaults to) is more than any schedulable node can allocate: ` +
+        `memory request and limit 8Gi is more than any schedulable node can allocate: ` +
         `the largest candidate, node "gpu-node-1", has 4Gi allocatable memory (2 of 3 nodes are candidates; excluded: 1 by taints). ` +
-        `Fix: lower resources.requests.memory (or the limit it defaults from) so the pod asks at most 4Gi memory ` +
-        `(container "trainer" (spec.containers[0]) asks 8Gi, copied from its limit); ` +
+        `Fix: lower resources.requests.memory and resources.limits.memory so the pod asks at most 4Gi memory ` +
+        `(container "trainer" (spec.containers[0]) asks 8Gi, its limit too); ` +
         `or add a node with more allocatable resources (or let the pod's nodeSelector/tolerations reach a larger one)`,
     );
     // and the seed's quota error, with its numbers
@@ -633,7 +633,7 @@ describe("node fit", () => {
     ];
     const two = await run(pod({ limits: { "nvidia.com/gpu": "2" } }), offered);
     expect(two.text).toContain(
-      'nvidia.com/gpu limit 2 (which its request defaults to) is more than any schedulable node can allocate: the largest candidate, node "gpu", has 1 allocatable nvidia.com/gpu',
+      'nvidia.com/gpu request and limit 2 is more than any schedulable node can allocate: the largest candidate, node "gpu", has 1 allocatable nvidia.com/gpu',
     );
   });
 
