@@ -2,8 +2,10 @@
 // nodes served by the stand-in API and watched by the controller, changed between requests through
 // watch events. Every case is also run through lib/engine.ts review() over a snapshot of the same
 // cluster (what `check` runs): the two front doors must agree.
+import { join } from "node:path";
 import type { KubeObject } from "../../lib/pod";
-import { startController, type Controller } from "../support/controller";
+import { REPO_ROOT, startController, type Controller } from "../support/controller";
+import { loadManifests } from "../support/manifests";
 import { checkParity, type ParityReport } from "../support/parity";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
 import { cachesSynced, eventually } from "../support/wait";
@@ -39,42 +41,13 @@ const node = (name: string, allocatable: Record<string, string>): KubeObject => 
 const computeResources = (used: string) =>
   quota("mlflow-prod", "compute-resources", { "requests.cpu": "100" }, { "requests.cpu": used });
 
+/** The seed pods as their users wrote them (test/fixtures/e2e; the API server's defaults come later). */
+const seedPod = (file: string) => () =>
+  structuredClone(loadManifests(join(REPO_ROOT, "test/fixtures/e2e", file))[0].object);
 /** Seed 001: the pod `mlflow run ... -P cpu=8 -P memory=16Gi` creates. */
-const seed001Pod = (): KubeObject => ({
-  apiVersion: "v1",
-  kind: "Pod",
-  metadata: { name: "mlflow-train", namespace: "mlflow-prod" },
-  spec: {
-    containers: [
-      {
-        name: "mlflow-train",
-        image: "private-registry.com/mlflow-train:latest",
-        resources: {
-          requests: { cpu: "8", memory: "16Gi" },
-          limits: { cpu: "8", memory: "16Gi" },
-        },
-      },
-    ],
-  },
-});
-
+const seed001Pod = seedPod("mlflow-train.yaml");
 /** Seed 000: the LlamaIndex trainer, limits only (its requests default to them). */
-const seed000Pod = (): KubeObject => ({
-  apiVersion: "v1",
-  kind: "Pod",
-  metadata: { name: "llamaindex-trainer", namespace: "llama-index" },
-  spec: {
-    serviceAccountName: "default",
-    containers: [
-      {
-        name: "trainer",
-        image: "ghcr.io/run-llama/llama-index:latest",
-        resources: { limits: { cpu: "4", memory: "8Gi" } },
-        envFrom: [{ secretRef: { name: "llama-index-config" } }],
-      },
-    ],
-  },
-});
+const seed000Pod = seedPod("llamaindex-trainer.yaml");
 
 const trainDeployment = (replicas: number): KubeObject => ({
   apiVersion: "apps/v1",

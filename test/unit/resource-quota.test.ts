@@ -1,9 +1,7 @@
 // The resource-quota capability through the engine (what `check` and the webhook both run): quota
 // and node fit for pods and workloads, the messages with their numbers, and no data ≠ violation.
 import fc from "fast-check";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
 import type { V1Node, V1ResourceQuota } from "@kubernetes/client-node";
 import { resourceQuotaPolicy } from "../../capabilities/resource-quota";
 import { SnapshotCluster } from "../../lib/cluster";
@@ -12,6 +10,7 @@ import type { KubeObject } from "../../lib/pod";
 import type { Operation } from "../../lib/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../lib/settings";
 import { formatViolation } from "../../lib/verdict";
+import { loadManifests } from "../support/manifests";
 
 const NS = "mlflow-prod";
 type Res = { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -480,18 +479,12 @@ describe("quota: workloads", () => {
 
 describe("node fit", () => {
   const capacity = () =>
-    parseAllDocuments(
-      readFileSync(join(__dirname, "../../examples/cluster/capacity.yaml"), "utf8"),
-    ).flatMap(d => (d.toJS() as { items: unknown[] }).items);
-  const seed000Pod = (): KubeObject => ({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name: "llamaindex-trainer", namespace: "llama-index" },
-    spec: {
-      serviceAccountName: "default",
-      containers: [container("trainer", { limits: { cpu: "4", memory: "8Gi" } })],
-    },
-  });
+    loadManifests(join(__dirname, "../../examples/cluster/capacity.yaml")).map(m => m.object);
+  /** Seed 000's trainer pod as written (the e2e fixture). */
+  const seed000Pod = () =>
+    structuredClone(
+      loadManifests(join(__dirname, "../fixtures/e2e/llamaindex-trainer.yaml"))[0].object,
+    );
 
   it("denies the seed 000 pod (limits 8Gi) on nodes of 4Gi allocatable, naming the node", async () => {
     const r = await run(seed000Pod(), capacity());
