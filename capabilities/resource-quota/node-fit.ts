@@ -95,13 +95,16 @@ function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
   });
 }
 
-type Exclusion = "unschedulable" | "selector" | "taints";
+type Exclusion = "unschedulable" | "selector" | "taints" | "nodeName";
 
 function exclusion(
   spec: V1PodSpec,
   node: V1Node,
   tolerations: V1Toleration[],
 ): Exclusion | undefined {
+  // A pod bound to a node by name skips the scheduler: only that node counts, whatever its taints.
+  if (typeof spec.nodeName === "string" && spec.nodeName)
+    return node.metadata?.name === spec.nodeName ? undefined : "nodeName";
   if (
     node.spec?.unschedulable === true &&
     !tolerates(tolerations, { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" })
@@ -123,6 +126,22 @@ interface NodeInfo {
   name: string;
   allocatable: ResourceList;
   node: V1Node;
+}
+
+// Parsed once per node object: the cache (and a snapshot) hands out the same object until the node
+// changes, and a large cluster would otherwise re-parse thousands of quantities per request.
+const parsedNodes = new WeakMap<V1Node, NodeInfo>();
+function nodeInfo(node: V1Node): NodeInfo {
+  let info = parsedNodes.get(node);
+  if (!info) {
+    info = {
+      name: node.metadata?.name ?? "(unnamed)",
+      allocatable: parseList(node.status?.allocatable),
+      node,
+    };
+    parsedNodes.set(node, info);
+  }
+  return info;
 }
 
 /** The node's allocatable for a resource; undefined when the node does not say (cpu/memory/ephemeral-storage only). */
@@ -169,13 +188,7 @@ export function checkNodeFit(
   for (const [r, q] of input.pod.requests)
     if (q.milli > 0n && isScheduledResource(r)) asks.set(r, q);
   if (!asks.size) return { violations: [], warnings };
-  const all: NodeInfo[] = nodes
-    .filter((n): n is V1Node => isRecord(n))
-    .map(n => ({
-      name: n.metadata?.name ?? "(unnamed)",
-      allocatable: parseList(n.status?.allocatable),
-      node: n,
-    }));
+  const all: NodeInfo[] = nodes.filter((n): n is V1Node => isRecord(n)).map(nodeInfo);
   for (const r of [...asks.keys()]) {
     if (REPORTED_BY_EVERY_NODE.includes(r)) continue;
     if (all.some(n => (n.allocatable.get(r)?.milli ?? 0n) > 0n)) continue;

@@ -614,6 +614,20 @@ describe("node fit", () => {
       expect((await run(p(t), [taint("NoSchedule"), small])).allowed).toBe(false);
   });
 
+  it("a pod bound by spec.nodeName is judged on that node only, taints and cordon aside", async () => {
+    const nodes = [
+      node("big", { cpu: "64", memory: "64Gi" }),
+      node("small", { cpu: "4", memory: "4Gi" }, { unschedulable: true }),
+    ];
+    const bound = await run(pod({ requests: { memory: "8Gi" } }, { nodeName: "small" }), nodes);
+    expect(bound.text).toContain(
+      'node "small", has 4Gi allocatable memory (1 of 2 nodes are candidates; excluded: 1 by nodeName)',
+    );
+    expect(
+      (await run(pod({ requests: { memory: "8Gi" } }, { nodeName: "big" }), nodes)).allowed,
+    ).toBe(true);
+  });
+
   it("warns, never denies, for a resource no node offers (an autoscaler may add one)", async () => {
     const r = await run(pod({ limits: { "nvidia.com/gpu": "1" } }), [
       node("cpu-only", { cpu: "8", memory: "16Gi" }),
