@@ -217,21 +217,21 @@ function mustSpecifyViolation(
   tracked: string[],
   missing: Map<string, string[]>,
 ): Violation {
-  const lines = [...missing.entries()].map(([r, where]) => {
-    const { side, resource } = fieldOf(r);
-    return `${where.join(", ")} ${where.length > 1 ? "set" : "sets"} no resources.${side}.${resource}`;
-  });
-  const fields = [...missing.keys()].map(r => {
-    const { side, resource } = fieldOf(r);
-    return `resources.${side}.${resource}`;
-  });
+  // By container field: a quota tracking both `cpu` and `requests.cpu` asks for one field.
+  const byField = new Map<string, Set<string>>();
   const requests: Record<string, string> = {};
   const limits: Record<string, string> = {};
-  for (const r of missing.keys()) {
+  for (const [r, where] of missing) {
     const { side, resource } = fieldOf(r);
+    const field = `resources.${side}.${resource}`;
+    byField.set(field, new Set([...(byField.get(field) ?? []), ...where]));
     const example = resource === "cpu" ? (side === "limits" ? "1" : "100m") : "256Mi";
     (side === "limits" ? limits : requests)[resource] = example;
   }
+  const lines = [...byField].map(
+    ([field, where]) => `${[...where].join(", ")} ${where.size > 1 ? "set" : "sets"} no ${field}`,
+  );
+  const fields = [...byField.keys()];
   const item: Record<string, unknown> = { type: "Container" };
   if (Object.keys(requests).length) item.defaultRequest = requests;
   if (Object.keys(limits).length) item.default = limits;

@@ -338,6 +338,20 @@ describe("quota: must specify", () => {
     });
   });
 
+  it("asks once for a field that two tracked names share (cpu and requests.cpu)", async () => {
+    const both = quota(
+      "both",
+      { cpu: "10", "requests.cpu": "10" },
+      { cpu: "0", "requests.cpu": "0" },
+    );
+    const r = await run(pod({ requests: { memory: "1Gi" } }), [both, bigNode]);
+    expect(r.text).toContain(
+      'container "mlflow-train" (spec.containers[0]) sets no resources.requests.cpu, which',
+    );
+    expect(r.text).toContain('"must specify cpu, requests.cpu"');
+    expect(r.text).toContain("Fix: set resources.requests.cpu on those containers");
+  });
+
   it("is satisfied by the namespace's LimitRange defaults (applied to templates and manifests)", async () => {
     const lr = {
       kind: "LimitRange",
