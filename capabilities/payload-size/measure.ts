@@ -1,0 +1,55 @@
+// Sizes as the API server and etcd see them, and how to print them.
+import type { KubeObject } from "../../lib/pod";
+
+/** 1234567 → "1,234,567" (fixed format, independent of the locale). */
+export function withThousands(n: number): string {
+  return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+/** 812 → "812 B", 5300 → "5.2 KiB", 1363149 → "1.3 MiB". */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${withThousands(n)} B`;
+  if (n < 1024 * 1024) return `${trim1(n / 1024)} KiB`;
+  return `${trim1(n / (1024 * 1024))} MiB`;
+}
+
+const trim1 = (x: number) => withThousands(Math.floor(x)) + (x % 1 ? `.${Math.floor((x % 1) * 10)}` : "");
+
+/** Bytes of a value serialized as JSON (what the request and the AdmissionReview carry). */
+export function jsonBytes(value: unknown): number {
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? 0 : Buffer.byteLength(text, "utf8");
+  } catch {
+    return 0;
+  }
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+
+/**
+ * The object as it will be stored. A Secret's stringData is merged into data as base64 by the API
+ * server before admission; a manifest given to `check` still has it, so it is converted here the
+ * same way, so that both front doors count the same bytes.
+ */
+export function storedForm(obj: KubeObject): KubeObject {
+  if (obj.kind !== "Secret" || !isRecord(obj.stringData)) return obj;
+  const data: Record<string, unknown> = isRecord(obj.data) ? { ...obj.data } : {};
+  for (const [k, v] of Object.entries(obj.stringData))
+    data[k] = Buffer.from(String(v), "utf8").toString("base64");
+  const stored: KubeObject = { ...obj, data };
+  delete stored.stringData;
+  return stored;
+}
+
+/** Kubernetes' count for annotations: the bytes of every key plus every value. */
+export function annotationBytes(annotations: unknown): number {
+  if (!isRecord(annotations)) return 0;
+  let total = 0;
+  for (const [k, v] of Object.entries(annotations))
+    total += Buffer.byteLength(k, "utf8") + Buffer.byteLength(String(v ?? ""), "utf8");
+  return total;
+}
+
+export const countOf = (list: unknown): number => (Array.isArray(list) ? list.length : 0);
