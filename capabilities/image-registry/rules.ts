@@ -68,7 +68,9 @@ export function mirrorImage(ref: ImageRef, mirrors: Mirror[]): string | undefine
   if (mirrors.some(m => underPrefix(ref, m.to))) return undefined;
   const mirror = mirrors.find(m => underPrefix(ref, m.from));
   if (!mirror) return undefined;
-  const rest = mirror.from.path ? ref.repository.slice(mirror.from.path.length + 1) : ref.repository;
+  const rest = mirror.from.path
+    ? ref.repository.slice(mirror.from.path.length + 1)
+    : ref.repository;
   const repository = [mirror.to.path, rest].filter(Boolean).join("/");
   if (!repository) return undefined;
   return formatRef({ registry: mirror.to.registry, repository, tag: ref.tag, digest: ref.digest });

@@ -13,7 +13,12 @@ export function formatBytes(n: number): string {
   return `${trim1(n / (1024 * 1024))} MiB`;
 }
 
-const trim1 = (x: number) => withThousands(Math.floor(x)) + (x % 1 ? `.${Math.floor((x % 1) * 10)}` : "");
+/** One decimal, truncated (a size just over a limit never prints as the limit), "1.0" as "1". */
+function trim1(x: number): string {
+  const tenths = Math.floor(x * 10 + 1e-9);
+  const whole = withThousands(Math.floor(tenths / 10));
+  return tenths % 10 ? `${whole}.${tenths % 10}` : whole;
+}
 
 /** Bytes of a value serialized as JSON (what the request and the AdmissionReview carry). */
 export function jsonBytes(value: unknown): number {

@@ -208,11 +208,7 @@ function checkPodSpec(v: Violation[], target: PodTarget, limits: Limits, old?: K
       template.metadata.annotations,
       fieldPath(template, "metadata.annotations"),
       limits,
-      oldTemplate
-        ? isRecord(oldTemplate.metadata)
-          ? oldTemplate.metadata
-          : {}
-        : undefined,
+      oldTemplate ? (isRecord(oldTemplate.metadata) ? oldTemplate.metadata : {}) : undefined,
     );
 
   const volumes = countOf(template.spec.volumes);

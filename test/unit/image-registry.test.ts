@@ -45,9 +45,7 @@ describe("image references are normalised by the parser", () => {
   });
 
   it("keeps tag and digest in the normalised form", () => {
-    expect(ref(`nginx:1.25@${DIGEST}`).normalised).toBe(
-      `docker.io/library/nginx:1.25@${DIGEST}`,
-    );
+    expect(ref(`nginx:1.25@${DIGEST}`).normalised).toBe(`docker.io/library/nginx:1.25@${DIGEST}`);
   });
 
   it.each([
@@ -75,9 +73,12 @@ describe("image references are normalised by the parser", () => {
     for (const image of ["a".repeat(200) + "!", "a-".repeat(300) + "!", "ab".repeat(400) + "/!"])
       expect(parseImage(image).ok).toBe(false);
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom("a", "-", "_", ".", "/", ":", "!", "A") }), s => {
-        parseImage(s); // must return (a hang fails the test by timeout), never throw
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom("a", "-", "_", ".", "/", ":", "!", "A") }),
+        s => {
+          parseImage(s); // must return (a hang fails the test by timeout), never throw
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -234,7 +235,9 @@ describe("allowed registries", () => {
     expect(line).toContain('"private-registry.com/mlflow-train:latest"');
     expect(line).toContain("registry private-registry.com");
     expect(line).toContain("allowed: ghcr.io");
-    expect(line).toMatch(/Fix: .*allowed registry or its mirror.*ADMISSION_GUARD_REGISTRIES_ALLOWED/);
+    expect(line).toMatch(
+      /Fix: .*allowed registry or its mirror.*ADMISSION_GUARD_REGISTRIES_ALLOWED/,
+    );
   });
 
   it("admits it when its registry is allowed", async () => {
@@ -263,7 +266,10 @@ describe("allowed registries", () => {
   });
 
   it("denies an invalid reference naming the container", async () => {
-    const r = await run(pod({ trainer: "Private-Registry.com/ML:latest" }), settings({ allowed: ["ghcr.io"] }));
+    const r = await run(
+      pod({ trainer: "Private-Registry.com/ML:latest" }),
+      settings({ allowed: ["ghcr.io"] }),
+    );
     expect(r.violations[0]).toMatchObject({ rule: "invalid-reference" });
     expect(r.violations[0].message).toContain('container "trainer"');
   });
