@@ -1,0 +1,203 @@
+// Runs the real built Pepr controller (dist/pepr-<uuid>.js, from `npm run build`) as a child
+// process against a stand-in API, on a free port, with a fresh secret API path, and talks to it
+// over HTTPS with keep-alive, as the API server would.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { Agent, request } from "node:https";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import type { AdmissionReview } from "./admission";
+import type { StandInApi } from "./stand-in-api";
+
+export const REPO_ROOT = resolve(__dirname, "../..");
+
+export interface ControllerOptions {
+  api: StandInApi;
+  /** Extra environment for the controller (settings as ADMISSION_GUARD_*, LOG_LEVEL, ...). */
+  env?: Record<string, string>;
+  /** Path of the bundle; default dist/pepr-<uuid>.js of this repo. */
+  bundle?: string;
+  /** How long to wait for /healthz 200 (default 30 s). */
+  startTimeoutMs?: number;
+}
+
+export interface HttpResult {
+  status: number;
+  body: string;
+  /** The body parsed as JSON, when it is JSON. */
+  json?: unknown;
+}
+
+export interface Controller {
+  /** https://127.0.0.1:<port> */
+  url: string;
+  port: number;
+  /** The secret path segment: requests go to /mutate/<apiPath> and /validate/<apiPath>. */
+  apiPath: string;
+  /** POSTs an AdmissionReview to /mutate/<apiPath>; rejects unless HTTP 200 with a response. */
+  mutate(review: AdmissionReview): Promise<AdmissionReview>;
+  validate(review: AdmissionReview): Promise<AdmissionReview>;
+  /** A raw POST (any path, any body): for malformed-input tests. */
+  post(path: string, rawBody: string | Buffer, contentType?: string): Promise<HttpResult>;
+  get(path: string): Promise<HttpResult>;
+  /** Everything the controller printed so far (stdout and stderr). */
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+/** The bundle `npm run build` writes, named after the module uuid in package.json. */
+export function bundlePath(): string {
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+  return join(REPO_ROOT, "dist", `pepr-${pkg.pepr.uuid}.js`);
+}
+
+/** A port that was free a moment ago (listen on 0, read it, close). */
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => ok(port));
+    });
+  });
+}
+
+const LOG_LIMIT = 4 * 1024 * 1024;
+const running = new Set<ChildProcess>();
+// A test run that dies must not leave controllers behind.
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+export async function startController(options: ControllerOptions): Promise<Controller> {
+  const bundle = options.bundle ?? bundlePath();
+  if (!existsSync(bundle))
+    throw new Error(
+      `${bundle} is missing: run \`npm run build\` first (the e2e tests run the built controller)`,
+    );
+  const { api } = options;
+  const port = await freePort();
+  const apiPath = randomBytes(16).toString("hex");
+  const child = spawn(process.execPath, [bundle], {
+    cwd: REPO_ROOT,
+    // Not the parent's environment: a stray ADMISSION_GUARD_* variable would change the settings.
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      KUBECONFIG: api.kubeconfigPath,
+      SSL_KEY_PATH: api.certs.keyPath,
+      SSL_CERT_PATH: api.certs.certPath,
+      PEPR_API_PATH: apiPath,
+      PEPR_WATCH_MODE: "false",
+      LOG_LEVEL: "info",
+      ADMISSION_GUARD_PORT: String(port),
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(child);
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString("utf8");
+    if (output.length > LOG_LIMIT) output = output.slice(-LOG_LIMIT / 2);
+  };
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  let exited: { code: number | null; signal: string | null } | undefined;
+  const exit = new Promise<void>(done =>
+    child.on("exit", (code, signal) => {
+      exited = { code, signal };
+      running.delete(child);
+      done();
+    }),
+  );
+
+  const agent = new Agent({ keepAlive: true, ca: api.certs.caPem, maxSockets: 64 });
+  const url = `https://127.0.0.1:${port}`;
+
+  function call(method: string, path: string, body?: string | Buffer, contentType?: string) {
+    return new Promise<HttpResult>((ok, fail) => {
+      const req = request(
+        url + path,
+        {
+          method,
+          agent,
+          headers: body === undefined ? {} : { "Content-Type": contentType ?? "application/json" },
+        },
+        res => {
+          const chunks: Buffer[] = [];
+          res.on("data", c => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            let json: unknown;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            ok({ status: res.statusCode ?? 0, body: text, json });
+          });
+          res.on("error", fail);
+        },
+      );
+      req.on("error", fail);
+      req.end(body);
+    });
+  }
+
+  async function admission(kind: "mutate" | "validate", review: AdmissionReview) {
+    const res = await call("POST", `/${kind}/${apiPath}`, JSON.stringify(review));
+    const answer = res.json as AdmissionReview | undefined;
+    if (res.status !== 200 || !answer?.response)
+      throw new Error(`${kind}: HTTP ${res.status} ${res.body.slice(0, 500)}`);
+    return answer;
+  }
+
+  async function stop() {
+    agent.destroy();
+    if (!exited) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exit;
+      clearTimeout(timer);
+    }
+  }
+
+  // Ready when /healthz answers 200: Pepr binds its routes only once its store was listed.
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  for (;;) {
+    if (exited) {
+      throw new Error(
+        `the controller exited during start-up (code ${exited.code}, signal ${exited.signal}):\n${output.slice(-4000)}`,
+      );
+    }
+    const res = await call("GET", "/healthz").catch(() => undefined);
+    if (res?.status === 200) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(
+        `the controller did not answer /healthz within ${options.startTimeoutMs ?? 30_000} ms ` +
+          `(stand-in API ${api.url}; last requests: ${api.requests
+            .slice(-5)
+            .map(r => `${r.method} ${r.path}`)
+            .join(", ")}):\n${output.slice(-4000)}`,
+      );
+    }
+    await new Promise(r => setTimeout(r, 100));
+  }
+
+  return {
+    url,
+    port,
+    apiPath,
+    mutate: review => admission("mutate", review),
+    validate: review => admission("validate", review),
+    post: (path, rawBody, contentType) => call("POST", path, rawBody, contentType),
+    get: path => call("GET", path),
+    logs: () => output,
+    stop,
+  };
+}

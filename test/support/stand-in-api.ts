@@ -1,0 +1,627 @@
+// A small local STAND-IN for the Kubernetes API server, for end-to-end tests and the demo only.
+// It is not Kubernetes: it serves just what the Pepr controller and admission-guard's own client
+// calls need, from an in-memory store, over HTTPS on 127.0.0.1 (a throw-away CA, trusted through
+// certificate-authority-data in the kubeconfig it writes). Served:
+//
+//   GET    .../<resource>/<name>                       one object (404 Status when missing)
+//   GET    .../<resource>[?fieldSelector&labelSelector]  a List with metadata.resourceVersion
+//   GET    .../<resource>?watch=true[&resourceVersion]   a chunked stream of ADDED/MODIFIED/DELETED
+//                                                      events, held open (replays changes after the
+//                                                      given resourceVersion, else ADDED for all)
+//   POST   .../<resource>                              create (409 when it exists)
+//   PUT    .../<resource>/<name>                       replace
+//   PATCH  .../<resource>/<name>                       application/apply-patch+yaml (server-side
+//                                                      apply: create or deep-merge), merge-patch+json
+//                                                      and strategic-merge-patch+json (both as RFC 7386
+//                                                      merge), json-patch+json (RFC 6902)
+//   DELETE .../<resource>/<name>                       delete
+//   POST   /apis/authorization.k8s.io/v1/subjectaccessreviews   answered by an injectable function
+//   GET    /api, /apis, /api/v1, /apis/<group>/<version>          discovery, from the table below
+//
+// Paths: /api/v1/... and /apis/<group>/<version>/..., namespaced as .../namespaces/<ns>/<resource>.
+// Not served: authentication, admission, field managers/conflicts, status subresources,
+// strategic-merge semantics for lists, pagination, defaulting, validation.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { applyPatch, deepClone, type Operation } from "fast-json-patch";
+import { parse as parseYaml } from "yaml";
+import type { KubeObject } from "../../lib/pod";
+import { createTestCerts, type TestCerts } from "./certs";
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+const core = (kind: string, plural: string, namespaced = true): ResourceType => ({
+  group: "",
+  version: "v1",
+  kind,
+  plural,
+  namespaced,
+});
+const inGroup =
+  (group: string, version = "v1") =>
+  (kind: string, plural: string, namespaced = true): ResourceType => ({
+    group,
+    version,
+    kind,
+    plural,
+    namespaced,
+  });
+const rbac = inGroup("rbac.authorization.k8s.io");
+const apps = inGroup("apps");
+const batch = inGroup("batch");
+
+/** The resources served. Add more with `api.registerType`. */
+export const RESOURCE_TYPES: ResourceType[] = [
+  core("Namespace", "namespaces", false),
+  core("Node", "nodes", false),
+  core("Pod", "pods"),
+  core("ResourceQuota", "resourcequotas"),
+  core("LimitRange", "limitranges"),
+  core("ServiceAccount", "serviceaccounts"),
+  core("Secret", "secrets"),
+  core("ConfigMap", "configmaps"),
+  rbac("Role", "roles"),
+  rbac("RoleBinding", "rolebindings"),
+  rbac("ClusterRole", "clusterroles", false),
+  rbac("ClusterRoleBinding", "clusterrolebindings", false),
+  apps("Deployment", "deployments"),
+  apps("StatefulSet", "statefulsets"),
+  apps("DaemonSet", "daemonsets"),
+  apps("ReplicaSet", "replicasets"),
+  batch("Job", "jobs"),
+  batch("CronJob", "cronjobs"),
+  inGroup("pepr.dev")("PeprStore", "peprstores"),
+  inGroup("authorization.k8s.io")("SubjectAccessReview", "subjectaccessreviews", false),
+];
+
+const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);
+const typeKey = (t: ResourceType) => `${t.group}/${t.version}/${t.plural}`;
+
+/** What a SubjectAccessReview gets back. Default: not allowed (like a cluster without a binding). */
+export type AccessReviewer = (
+  review: KubeObject,
+  api: StandInApi,
+) => { allowed: boolean; reason?: string } | Promise<{ allowed: boolean; reason?: string }>;
+
+export interface RecordedRequest {
+  method: string;
+  /** Path with query string, e.g. `/api/v1/namespaces?watch=true&resourceVersion=3`. */
+  path: string;
+  contentType?: string;
+  /** Parsed body of POST/PUT/PATCH requests. */
+  body?: unknown;
+}
+
+export interface StandInOptions {
+  /** Objects present from the start (any kind of the table). */
+  objects?: KubeObject[];
+  accessReview?: AccessReviewer;
+  /** Serve plain HTTP instead of HTTPS (the kubeconfig then says insecure-skip-tls-verify). */
+  http?: boolean;
+  /** Certificates to serve with; fresh ones by default. */
+  certs?: TestCerts;
+}
+
+export interface StandInApi {
+  /** https://127.0.0.1:<port> */
+  readonly url: string;
+  /** A kubeconfig pointing at the stand-in: give it to the controller as KUBECONFIG. */
+  readonly kubeconfigPath: string;
+  readonly certs: TestCerts;
+  /** Every request received, in order. */
+  readonly requests: RecordedRequest[];
+  /** Create or replace an object (emits ADDED or MODIFIED to watchers); returns the stored copy. */
+  put(obj: KubeObject): KubeObject;
+  /** Delete an object (emits DELETED); false when it did not exist. */
+  remove(kind: string, name: string, namespace?: string): boolean;
+  get(kind: string, name: string, namespace?: string): KubeObject | undefined;
+  list(kind: string, namespace?: string): KubeObject[];
+  /** Every stored object (for a SnapshotCluster of the same cluster). */
+  objects(): KubeObject[];
+  /** Open watch streams on a kind (optionally only those of a namespace-scoped watch). */
+  watching(kind: string): number;
+  /** Delay every response by ms (watch events excepted). */
+  setLatency(ms: number): void;
+  /** true: close every open connection and every new one at once (an unreachable API server). */
+  setDown(down: boolean): void;
+  setAccessReview(reviewer: AccessReviewer): void;
+  registerType(type: ResourceType): void;
+  stop(): Promise<void>;
+}
+
+interface Route {
+  type: ResourceType;
+  namespace?: string;
+  name?: string;
+}
+
+interface Watcher {
+  key: string;
+  namespace?: string;
+  matches: (obj: KubeObject) => boolean;
+  res: ServerResponse;
+}
+
+interface ChangeEvent {
+  rv: number;
+  key: string;
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  object: KubeObject;
+}
+
+/** Changes kept for watches that resume from a resourceVersion; older ones get 410 Gone. */
+const EVENT_LOG_LIMIT = 10_000;
+
+class HttpError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+
+/** RFC 7386 JSON merge patch; also what server-side apply does here (without null deletes). */
+function mergePatch(target: unknown, patch: unknown, deleteNulls = true): unknown {
+  if (!isRecord(patch)) return deepClone(patch);
+  const out: Record<string, unknown> = isRecord(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null && deleteNulls) delete out[k];
+    else out[k] = mergePatch(out[k], v, deleteNulls);
+  }
+  return out;
+}
+
+/** `a=b,c!=d,e,!f` (equality-based selectors only). */
+function labelMatcher(selector: string | null): (obj: KubeObject) => boolean {
+  if (!selector) return () => true;
+  const terms = selector.split(",").map(t => t.trim());
+  return obj => {
+    const labels = obj.metadata?.labels ?? {};
+    return terms.every(term => {
+      if (term.startsWith("!")) return !(term.slice(1) in labels);
+      const ne = term.split("!=");
+      if (ne.length === 2) return labels[ne[0]] !== ne[1];
+      const eq = term.split(/==?/);
+      if (eq.length === 2) return labels[eq[0]] === eq[1];
+      return term in labels;
+    });
+  };
+}
+
+/** `metadata.name=x,metadata.namespace=y`. */
+function fieldMatcher(selector: string | null): (obj: KubeObject) => boolean {
+  if (!selector) return () => true;
+  const terms = selector.split(",").map(t => t.split("="));
+  return obj =>
+    terms.every(([field, value]) => {
+      if (field === "metadata.name") return obj.metadata?.name === value;
+      if (field === "metadata.namespace") return obj.metadata?.namespace === value;
+      return true;
+    });
+}
+
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", c => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function status(code: number, reason: string, message: string) {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    code,
+  };
+}
+
+export async function startStandIn(options: StandInOptions = {}): Promise<StandInApi> {
+  const types = [...RESOURCE_TYPES];
+  const certs = options.certs ?? createTestCerts();
+  const store = new Map<string, KubeObject>(); // typeKey|namespace|name → object
+  const events: ChangeEvent[] = [];
+  const watchers = new Set<Watcher>();
+  const sockets = new Set<Socket>();
+  const requests: RecordedRequest[] = [];
+  let resourceVersion = 1;
+  let latency = 0;
+  let down = false;
+  let accessReview: AccessReviewer = options.accessReview ?? (() => ({ allowed: false }));
+
+  const storeKey = (t: ResourceType, namespace: string | undefined, name: string) =>
+    `${typeKey(t)}|${t.namespaced ? (namespace ?? "") : ""}|${name}`;
+
+  function typeOf(kind: string, apiVersion?: string): ResourceType {
+    const t =
+      types.find(x => x.kind === kind && (!apiVersion || apiVersionOf(x) === apiVersion)) ??
+      types.find(x => x.kind === kind);
+    if (!t) throw new Error(`stand-in API: unknown kind ${kind} (registerType it first)`);
+    return t;
+  }
+
+  function notify(type: ChangeEvent["type"], t: ResourceType, object: KubeObject, rv: number) {
+    const key = typeKey(t);
+    events.push({ rv, key, type, object });
+    if (events.length > EVENT_LOG_LIMIT) events.splice(0, events.length - EVENT_LOG_LIMIT);
+    for (const w of watchers) if (w.key === key && w.matches(object)) writeEvent(w, type, object);
+  }
+
+  function writeEvent(w: Watcher, type: string, object: KubeObject) {
+    if (w.res.destroyed || w.res.writableEnded) watchers.delete(w);
+    else w.res.write(JSON.stringify({ type, object }) + "\n");
+  }
+
+  /** Stores an object: fills uid, creationTimestamp, a new resourceVersion; notifies watchers. */
+  function save(t: ResourceType, obj: KubeObject, existing?: KubeObject): KubeObject {
+    const rv = ++resourceVersion;
+    const meta = { ...(obj.metadata ?? {}) };
+    meta.uid = existing?.metadata?.uid ?? meta.uid ?? randomUUID();
+    meta.creationTimestamp =
+      existing?.metadata?.creationTimestamp ??
+      meta.creationTimestamp ??
+      (new Date().toISOString() as unknown as Date);
+    meta.resourceVersion = String(rv);
+    if (!t.namespaced) delete meta.namespace;
+    const stored: KubeObject = {
+      ...obj,
+      apiVersion: apiVersionOf(t),
+      kind: t.kind,
+      metadata: meta,
+    };
+    store.set(storeKey(t, meta.namespace, meta.name ?? ""), stored);
+    notify(existing ? "MODIFIED" : "ADDED", t, stored, rv);
+    return stored;
+  }
+
+  function del(t: ResourceType, namespace: string | undefined, name: string): KubeObject {
+    const key = storeKey(t, namespace, name);
+    const existing = store.get(key);
+    if (!existing) throw new HttpError(404, "NotFound", `${t.plural} "${name}" not found`);
+    store.delete(key);
+    const rv = ++resourceVersion;
+    const gone = { ...existing, metadata: { ...existing.metadata, resourceVersion: String(rv) } };
+    notify("DELETED", t, gone, rv);
+    return gone;
+  }
+
+  function itemsOf(t: ResourceType, namespace?: string): KubeObject[] {
+    const prefix = `${typeKey(t)}|`;
+    return [...store.entries()]
+      .filter(
+        ([k, o]) => k.startsWith(prefix) && (!namespace || o.metadata?.namespace === namespace),
+      )
+      .map(([, o]) => o);
+  }
+
+  function route(pathname: string): Route | undefined {
+    const seg = pathname.split("/").filter(Boolean).map(decodeURIComponent);
+    let group: string;
+    let version: string;
+    let rest: string[];
+    if (seg[0] === "api" && seg[1] === "v1") [group, version, rest] = ["", "v1", seg.slice(2)];
+    else if (seg[0] === "apis" && seg.length >= 3)
+      [group, version, rest] = [seg[1], seg[2], seg.slice(3)];
+    else return undefined;
+    let namespace: string | undefined;
+    if (rest[0] === "namespaces" && rest.length >= 3) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+    const [plural, name, subresource] = rest;
+    const type = types.find(t => t.group === group && t.version === version && t.plural === plural);
+    if (!type || subresource || (namespace && !type.namespaced)) return undefined;
+    return { type, namespace, name };
+  }
+
+  function discovery(pathname: string): unknown {
+    if (pathname === "/api") return { kind: "APIVersions", versions: ["v1"] };
+    if (pathname === "/apis") {
+      const groups = [...new Set(types.filter(t => t.group).map(t => `${t.group}/${t.version}`))];
+      return {
+        kind: "APIGroupList",
+        apiVersion: "v1",
+        groups: groups.map(gv => {
+          const [name, version] = gv.split("/");
+          const v = { groupVersion: gv, version };
+          return { name, versions: [v], preferredVersion: v };
+        }),
+      };
+    }
+    const gv = pathname === "/api/v1" ? "v1" : pathname.replace(/^\/apis\//, "");
+    const resources = types.filter(t => apiVersionOf(t) === gv);
+    if (!resources.length || !/^\/api(s)?\//.test(pathname)) return undefined;
+    return {
+      kind: "APIResourceList",
+      apiVersion: "v1",
+      groupVersion: gv,
+      resources: resources.map(t => ({
+        name: t.plural,
+        singularName: t.kind.toLowerCase(),
+        namespaced: t.namespaced,
+        kind: t.kind,
+        verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+      })),
+    };
+  }
+
+  function parseBody(raw: string, contentType: string): unknown {
+    if (!raw) return undefined;
+    try {
+      return contentType.includes("yaml") ? parseYaml(raw) : JSON.parse(raw);
+    } catch (e) {
+      throw new HttpError(400, "BadRequest", `cannot parse body: ${(e as Error).message}`);
+    }
+  }
+
+  function openWatch(r: Route, query: URLSearchParams, res: ServerResponse) {
+    const fields = fieldMatcher(query.get("fieldSelector"));
+    const labels = labelMatcher(query.get("labelSelector"));
+    const key = typeKey(r.type);
+    const w: Watcher = {
+      key,
+      namespace: r.namespace,
+      matches: o =>
+        (!r.namespace || o.metadata?.namespace === r.namespace) && fields(o) && labels(o),
+      res,
+    };
+    res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
+    const since = Number(query.get("resourceVersion") || 0);
+    if (since > 0) {
+      const oldest = events[0]?.rv ?? resourceVersion;
+      if (events.length >= EVENT_LOG_LIMIT && since < oldest) {
+        writeEvent(w, "ERROR", status(410, "Expired", `too old resource version: ${since}`));
+        res.end();
+        return;
+      }
+      for (const e of events)
+        if (e.rv > since && e.key === key && w.matches(e.object)) writeEvent(w, e.type, e.object);
+    } else {
+      for (const o of itemsOf(r.type, r.namespace)) if (w.matches(o)) writeEvent(w, "ADDED", o);
+    }
+    watchers.add(w);
+    res.on("close", () => watchers.delete(w));
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://stand-in");
+    const method = req.method ?? "GET";
+    const contentType = req.headers["content-type"] ?? "";
+    const raw = await readBody(req);
+    const record: RecordedRequest = { method, path: url.pathname + url.search, contentType };
+    requests.push(record);
+    if (latency) await sleep(latency);
+
+    const send = (code: number, body: unknown) => {
+      res.writeHead(code, { "Content-Type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    try {
+      const body = parseBody(raw, contentType);
+      record.body = body;
+      if (method === "GET" && url.pathname === "/healthz") return void res.end("ok");
+      if (method === "GET" && url.pathname === "/version")
+        return send(200, { major: "1", minor: "31", gitVersion: "v1.31.0-stand-in" });
+      const r = route(url.pathname);
+      if (!r) {
+        const d = method === "GET" ? discovery(url.pathname) : undefined;
+        if (d) return send(200, d);
+        throw new HttpError(
+          404,
+          "NotFound",
+          `the stand-in API does not serve ${method} ${url.pathname}`,
+        );
+      }
+      const { type } = r;
+      if (type.kind === "SubjectAccessReview") {
+        if (method !== "POST") throw new HttpError(405, "MethodNotAllowed", "create only");
+        const review = (body ?? {}) as KubeObject;
+        return send(201, { ...review, status: await accessReview(review, api) });
+      }
+      const key = r.name !== undefined ? storeKey(type, r.namespace, r.name) : undefined;
+      const existing = key ? store.get(key) : undefined;
+      const notFound = () => new HttpError(404, "NotFound", `${type.plural} "${r.name}" not found`);
+      const withPathIdentity = (obj: unknown): KubeObject => {
+        if (!isRecord(obj)) throw new HttpError(400, "BadRequest", "the body must be an object");
+        const o = obj as KubeObject;
+        const meta = { ...(o.metadata ?? {}) };
+        if (r.name) meta.name = r.name;
+        if (r.namespace) meta.namespace = r.namespace;
+        if (!meta.name && meta.generateName)
+          meta.name = meta.generateName + randomUUID().slice(0, 5);
+        if (!meta.name) throw new HttpError(422, "Invalid", "metadata.name: Required value");
+        if (type.namespaced && !meta.namespace)
+          throw new HttpError(422, "Invalid", "metadata.namespace: Required value");
+        return { ...o, metadata: meta };
+      };
+
+      switch (method) {
+        case "GET":
+          if (r.name !== undefined) return existing ? send(200, existing) : send(404, notFound());
+          if (url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1")
+            return openWatch(r, url.searchParams, res);
+          {
+            const fields = fieldMatcher(url.searchParams.get("fieldSelector"));
+            const labels = labelMatcher(url.searchParams.get("labelSelector"));
+            return send(200, {
+              apiVersion: apiVersionOf(type),
+              kind: `${type.kind}List`,
+              metadata: { resourceVersion: String(resourceVersion) },
+              items: itemsOf(type, r.namespace).filter(o => fields(o) && labels(o)),
+            });
+          }
+        case "POST": {
+          if (r.name !== undefined)
+            throw new HttpError(405, "MethodNotAllowed", "POST to a collection");
+          const obj = withPathIdentity(body);
+          const k = storeKey(type, obj.metadata?.namespace, obj.metadata!.name!);
+          if (store.has(k))
+            throw new HttpError(
+              409,
+              "AlreadyExists",
+              `${type.plural} "${obj.metadata!.name}" already exists`,
+            );
+          return send(201, save(type, obj));
+        }
+        case "PUT":
+          if (!existing) throw notFound();
+          return send(200, save(type, withPathIdentity(body), existing));
+        case "PATCH": {
+          if (r.name === undefined)
+            throw new HttpError(405, "MethodNotAllowed", "PATCH needs a name");
+          if (contentType.startsWith("application/apply-patch")) {
+            const merged = mergePatch(existing ?? {}, body, false);
+            return send(existing ? 200 : 201, save(type, withPathIdentity(merged), existing));
+          }
+          if (!existing) throw notFound();
+          let patched: unknown;
+          if (contentType.startsWith("application/json-patch+json")) {
+            try {
+              patched = applyPatch(deepClone(existing), body as Operation[], true).newDocument;
+            } catch (e) {
+              throw new HttpError(422, "Invalid", `json patch: ${(e as Error).message}`);
+            }
+          } else {
+            patched = mergePatch(existing, body);
+          }
+          return send(200, save(type, withPathIdentity(patched), existing));
+        }
+        case "DELETE":
+          if (r.name === undefined)
+            throw new HttpError(405, "MethodNotAllowed", "DELETE needs a name");
+          return send(200, del(type, r.namespace, r.name));
+        default:
+          throw new HttpError(405, "MethodNotAllowed", `${method} not served`);
+      }
+    } catch (e) {
+      const err = e instanceof HttpError ? e : new HttpError(500, "InternalError", String(e));
+      if (!res.headersSent) send(err.code, status(err.code, err.reason, err.message));
+    }
+  }
+
+  const handler = (req: IncomingMessage, res: ServerResponse) => void serve(req, res);
+  const server = options.http
+    ? createHttpServer(handler)
+    : createHttpsServer({ key: certs.keyPem, cert: certs.certPem }, handler);
+  server.on("connection", (socket: Socket) => {
+    if (down) return void socket.destroy();
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>(resolve => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  const url = `${options.http ? "http" : "https"}://127.0.0.1:${port}`;
+
+  const dir = mkdtempSync(join(tmpdir(), "admission-guard-stand-in-"));
+  const kubeconfigPath = join(dir, "kubeconfig");
+  const trust = options.http
+    ? "insecure-skip-tls-verify: true"
+    : `certificate-authority-data: ${Buffer.from(certs.caPem).toString("base64")}`;
+  writeFileSync(
+    kubeconfigPath,
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters:",
+      "- name: stand-in",
+      "  cluster:",
+      `    server: ${url}`,
+      `    ${trust}`,
+      "users:",
+      "- name: stand-in",
+      "  user:",
+      "    token: stand-in-token",
+      "contexts:",
+      "- name: stand-in",
+      "  context:",
+      "    cluster: stand-in",
+      "    user: stand-in",
+      "current-context: stand-in",
+      "",
+    ].join("\n"),
+  );
+
+  const api: StandInApi = {
+    url,
+    kubeconfigPath,
+    certs,
+    requests,
+    put(obj) {
+      const t = typeOf(String(obj.kind), obj.apiVersion);
+      const existing = store.get(storeKey(t, obj.metadata?.namespace, obj.metadata?.name ?? ""));
+      return save(t, deepClone(obj), existing);
+    },
+    remove(kind, name, namespace) {
+      try {
+        del(typeOf(kind), namespace, name);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    get(kind, name, namespace) {
+      return store.get(storeKey(typeOf(kind), namespace, name));
+    },
+    list(kind, namespace) {
+      return itemsOf(typeOf(kind), namespace);
+    },
+    objects() {
+      return [...store.values()];
+    },
+    watching(kind) {
+      const key = typeKey(typeOf(kind));
+      return [...watchers].filter(w => w.key === key).length;
+    },
+    setLatency(ms) {
+      latency = ms;
+    },
+    setDown(value) {
+      down = value;
+      if (!down) return;
+      for (const w of watchers) w.res.destroy();
+      watchers.clear();
+      for (const s of sockets) s.destroy();
+    },
+    setAccessReview(reviewer) {
+      accessReview = reviewer;
+    },
+    registerType(type) {
+      types.push(type);
+    },
+    async stop() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>(resolve => server.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
+      if (!options.certs) rmSync(certs.dir, { recursive: true, force: true });
+    },
+  };
+  for (const obj of options.objects ?? []) api.put(obj);
+  return api;
+}
