@@ -34,11 +34,32 @@ const isRecord = (x: unknown): x is Record<string, unknown> =>
   typeof x === "object" && x !== null && !Array.isArray(x);
 
 /**
- * The object as it will be stored. A Secret's stringData is merged into data as base64 by the API
+ * Pepr's own `<module uuid>.pepr.dev/<capability>` annotations, added by the mutating webhook: left
+ * out of every count (a few dozen bytes each) so that `check`, which never sees them, counts the
+ * same bytes as the webhook.
+ */
+const PEPR_ANNOTATION =
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.pepr\.dev\//;
+
+export function withoutPeprAnnotations(obj: KubeObject): KubeObject {
+  const annotations = obj.metadata?.annotations;
+  if (!isRecord(annotations) || !Object.keys(annotations).some(k => PEPR_ANNOTATION.test(k)))
+    return obj;
+  const kept = Object.fromEntries(
+    Object.entries(annotations).filter(([k]) => !PEPR_ANNOTATION.test(k)),
+  );
+  const metadata: KubeObject["metadata"] = { ...obj.metadata, annotations: kept };
+  if (!Object.keys(kept).length) delete metadata.annotations; // Pepr created the map
+  return { ...obj, metadata };
+}
+
+/**
+ * The object as it will be stored (Pepr's annotations aside). A Secret's stringData is merged into data as base64 by the API
  * server before admission; a manifest given to `check` still has it, so it is converted here the
  * same way, so that both front doors count the same bytes.
  */
-export function storedForm(obj: KubeObject): KubeObject {
+export function storedForm(input: KubeObject): KubeObject {
+  const obj = withoutPeprAnnotations(input);
   if (obj.kind !== "Secret" || !isRecord(obj.stringData)) return obj;
   const data: Record<string, unknown> = isRecord(obj.data) ? { ...obj.data } : {};
   for (const [k, v] of Object.entries(obj.stringData))

@@ -20,6 +20,7 @@ import {
   formatBytes,
   jsonBytes,
   storedForm,
+  withoutPeprAnnotations,
   withThousands,
 } from "./measure";
 
@@ -45,7 +46,7 @@ export function biggestParts(obj: KubeObject, target: PodTarget | undefined): Pa
     for (const [k, v] of Object.entries(annotations))
       parts.push({ label: `${where}annotation "${k}"`, bytes: jsonBytes(k) + jsonBytes(v) });
   };
-  annotate(obj.metadata?.annotations, "");
+  annotate(withoutPeprAnnotations(obj).metadata?.annotations, "");
   if (Array.isArray(obj.metadata?.managedFields))
     parts.push({ label: "metadata.managedFields", bytes: jsonBytes(obj.metadata.managedFields) });
   if (target) {
@@ -53,14 +54,14 @@ export function biggestParts(obj: KubeObject, target: PodTarget | undefined): Pa
     for (const c of containersOf(target.template)) {
       const env = countOf(c.container.env);
       parts.push({
-        label: `${describeContainer(c)}${env ? `: ${withThousands(env)} env entries` : ""}`,
+        label: `${describeContainer(c)}${env ? `: ${plural(env, "env entry", "env entries")}` : ""}`,
         bytes: jsonBytes(c.container),
       });
     }
     const volumes = countOf(target.template.spec.volumes);
     if (volumes)
       parts.push({
-        label: `${fieldPath(target.template, "spec.volumes")}: ${withThousands(volumes)} volumes`,
+        label: `${fieldPath(target.template, "spec.volumes")}: ${plural(volumes, "volume")}`,
         bytes: jsonBytes(target.template.spec.volumes),
       });
   }
@@ -72,6 +73,9 @@ export function biggestParts(obj: KubeObject, target: PodTarget | undefined): Pa
   }
   return parts.sort((a, b) => b.bytes - a.bytes);
 }
+
+const plural = (n: number, one: string, many = `${one}s`) =>
+  `${withThousands(n)} ${n === 1 ? one : many}`;
 
 const partsText = (parts: Part[]) =>
   parts
@@ -151,7 +155,7 @@ export function checkPayload(
     );
   }
 
-  checkAnnotations(v, object.metadata?.annotations, "metadata.annotations", limits, old?.metadata);
+  checkAnnotations(v, stored.metadata?.annotations, "metadata.annotations", limits, old?.metadata);
   if (target) checkPodSpec(v, target, limits, old);
   return findings;
 }
