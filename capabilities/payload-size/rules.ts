@@ -184,6 +184,39 @@ function checkAnnotations(
   );
 }
 
+/** Per-container counts: the field, its limit, and how to get under it. */
+const CONTAINER_COUNTS: {
+  rule: string;
+  field: "env" | "envFrom" | "volumeMounts";
+  what: string;
+  setting: "maxEnvPerContainer" | "maxEnvFromPerContainer" | "maxVolumeMountsPerContainer";
+  fix: (path: string) => string;
+}[] = [
+  {
+    rule: "too-many-env",
+    field: "env",
+    what: "env entries",
+    setting: "maxEnvPerContainer",
+    fix: path =>
+      `move them into a ConfigMap and reference it with ${path}.envFrom[].configMapRef, or mount it as a volume and read the file`,
+  },
+  {
+    rule: "too-many-env-from",
+    field: "envFrom",
+    what: "envFrom sources",
+    setting: "maxEnvFromPerContainer",
+    fix: path => `merge the ConfigMaps and Secrets in ${path}.envFrom into fewer ones`,
+  },
+  {
+    rule: "too-many-volume-mounts",
+    field: "volumeMounts",
+    what: "volumeMounts",
+    setting: "maxVolumeMountsPerContainer",
+    fix: path =>
+      `mount one projected volume (or one directory) instead of many single files in ${path}.volumeMounts`,
+  },
+];
+
 /** The same pod spec in the stored version of the object (UPDATE of a workload). */
 function oldTemplateOf(old: KubeObject | undefined, target: PodTarget) {
   if (!old) return undefined;
@@ -230,42 +263,22 @@ function checkPodSpec(v: Violation[], target: PodTarget, limits: Limits, old?: K
 
   for (const c of containersOf(template)) {
     const before = oldSpec ? (oldContainer(c.kind, c.container.name) ?? {}) : undefined;
-    const name = describeContainer(c);
-    const env = countOf(c.container.env);
-    if (limits.maxEnvPerContainer && env > limits.maxEnvPerContainer)
+    const fields = c.container as unknown as Record<string, unknown>;
+    for (const count of CONTAINER_COUNTS) {
+      const limit = limits[count.setting];
+      const n = countOf(fields[count.field]);
+      if (!limit || n <= limit) continue;
+      const size = count.field === "env" ? ` (${formatBytes(jsonBytes(fields.env))})` : "";
       v.push(
         limitViolation(
-          "too-many-env",
-          `${name} has ${withThousands(env)} env entries (${formatBytes(jsonBytes(c.container.env))}), over the limit of ${withThousands(limits.maxEnvPerContainer)}`,
-          `move them into a ConfigMap and reference it with ${c.path}.envFrom[].configMapRef, or mount it as a volume and read the file`,
-          "maxEnvPerContainer",
-          before && countOf(before.env),
-          env,
+          count.rule,
+          `${describeContainer(c)} has ${withThousands(n)} ${count.what}${size}, over the limit of ${withThousands(limit)}`,
+          count.fix(c.path),
+          count.setting,
+          before && countOf(before[count.field]),
+          n,
         ),
       );
-    const envFrom = countOf(c.container.envFrom);
-    if (limits.maxEnvFromPerContainer && envFrom > limits.maxEnvFromPerContainer)
-      v.push(
-        limitViolation(
-          "too-many-env-from",
-          `${name} has ${withThousands(envFrom)} envFrom sources, over the limit of ${withThousands(limits.maxEnvFromPerContainer)}`,
-          `merge the ConfigMaps and Secrets in ${c.path}.envFrom into fewer ones`,
-          "maxEnvFromPerContainer",
-          before && countOf(before.envFrom),
-          envFrom,
-        ),
-      );
-    const mounts = countOf(c.container.volumeMounts);
-    if (limits.maxVolumeMountsPerContainer && mounts > limits.maxVolumeMountsPerContainer)
-      v.push(
-        limitViolation(
-          "too-many-volume-mounts",
-          `${name} has ${withThousands(mounts)} volumeMounts, over the limit of ${withThousands(limits.maxVolumeMountsPerContainer)}`,
-          `mount one projected volume (or one directory) instead of many single files in ${c.path}.volumeMounts`,
-          "maxVolumeMountsPerContainer",
-          before && countOf(before.volumeMounts),
-          mounts,
-        ),
-      );
+    }
   }
 }
