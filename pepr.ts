@@ -6,7 +6,7 @@ import { policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
 import { capabilityFor } from "./lib/pepr-adapter";
-import { raiseWebhookBodyLimit } from "./capabilities/payload-size/body-limit";
+import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 
 function loadSettings(): Settings {
@@ -29,7 +29,7 @@ const cluster = new LiveCluster(Log, {
 if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
 
 // Before Pepr builds its server: reviews up to the API server's sizes reach our payload-size rules
-// instead of failing with an opaque 413 (see capabilities/payload-size/body-limit.ts).
+// instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
 if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
 
 const module = new PeprModule(

@@ -1,6 +1,6 @@
 // payload-size through the real controller (npm run build first): oversize objects get our
 // readable denial, also above the 2 MB body limit Pepr's server starts with (raised at start-up by
-// capabilities/payload-size/body-limit.ts); parity with review() on each case.
+// lib/webhook-body-limit.ts); parity with review() on each case.
 import type { KubeObject } from "../../lib/pod";
 import type { SettingsInput } from "../../lib/settings";
 import { workloadReview } from "../support/admission";

@@ -4,7 +4,7 @@ import { request } from "node:http";
 import {
   raiseWebhookBodyLimit,
   WEBHOOK_BODY_LIMIT,
-} from "../../capabilities/payload-size/body-limit";
+} from "../../lib/webhook-body-limit";
 import { jsonBytes, withoutPeprAnnotations } from "../../capabilities/payload-size/measure";
 
 // Pepr's express, loaded the way the module loads it (Node's own require, as in the controller).
