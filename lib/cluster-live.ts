@@ -93,9 +93,27 @@ export class WatchedStore<T extends KubernetesObject> {
   }
 }
 
-/** "fetch failed" says nothing: add the cause (ECONNREFUSED, a TLS error, a timeout). */
+/**
+ * What went wrong, said once. "fetch failed" says nothing: add the cause (ECONNREFUSED, a TLS error,
+ * a timeout). kubernetes-fluent-client throws the failed response itself, not an Error:
+ * `{ status, statusText, data }` with the API server's Status in `data` (its message says e.g.
+ * which permission is missing), or with the transport error in `e`.
+ */
 export function describeError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
+  if (!(err instanceof Error)) {
+    if (typeof err !== "object" || err === null || !("status" in err)) return String(err);
+    const { status, statusText, data, e } = err as Record<string, unknown>;
+    if (e instanceof Error) return describeError(e);
+    const message =
+      typeof data === "string"
+        ? data
+        : typeof (data as { message?: unknown })?.message === "string"
+          ? (data as { message: string }).message
+          : "";
+    // A proxy's HTML error page must not flood a denial message.
+    const said = message.length > 500 ? `${message.slice(0, 500)}...` : message;
+    return `HTTP ${status}${statusText ? ` ${statusText}` : ""}${said ? `: ${said}` : ""}`;
+  }
   const cause = (err as Error & { cause?: unknown }).cause;
   if (cause instanceof Error) {
     const code = (cause as Error & { code?: string }).code;

@@ -19,8 +19,13 @@
 //   GET    /api, /apis, /api/v1, /apis/<group>/<version>          discovery, from the table below
 //
 // Paths: /api/v1/... and /apis/<group>/<version>/..., namespaced as .../namespaces/<ns>/<resource>.
-// Not served: authentication, admission, field managers/conflicts, status subresources,
-// strategic-merge semantics for lists, pagination, defaulting, validation.
+// Not served: admission, field managers/conflicts, status subresources, strategic-merge semantics
+// for lists, pagination, defaulting, validation. Authentication and authorization only with
+// `enforceRbac`: the kubeconfig's token is then a given identity (no token: system:anonymous) and
+// every resource request is authorized, as the API server does it (./authorization.ts), by
+// lib/rbac.ts from the Roles, ClusterRoles and bindings the stand-in stores; a denied request gets
+// the API server's 403 Status. Non-resource requests (/healthz, /version, discovery) are allowed,
+// as a cluster's system:discovery and system:public-info-viewer bindings allow them.
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import {
@@ -35,6 +40,15 @@ import { join } from "node:path";
 import { applyPatch, deepClone, type Operation } from "fast-json-patch";
 import { parse as parseYaml } from "yaml";
 import type { KubeObject } from "../../lib/pod";
+import { RbacIndex, RBAC_KINDS } from "../../lib/rbac";
+import {
+  ANONYMOUS,
+  applyCreate,
+  forbiddenStatus,
+  requestAttributes,
+  type Identity,
+  type RequestAttributes,
+} from "./authorization";
 import { createTestCerts, type TestCerts } from "./certs";
 
 export interface ResourceType {
@@ -99,6 +113,13 @@ export interface RecordedRequest {
   contentType?: string;
   /** Parsed body of POST/PUT/PATCH requests. */
   body?: unknown;
+  /**
+   * With `enforceRbac`: each authorization check made, in order, with its answer (two for a
+   * server-side apply that creates: patch, then create). Absent for non-resource requests.
+   */
+  access?: (RequestAttributes & { allowed: boolean })[];
+  /** With `enforceRbac`: the message of the 403 the request got. */
+  forbidden?: string;
 }
 
 export interface StandInOptions {
@@ -109,6 +130,12 @@ export interface StandInOptions {
   http?: boolean;
   /** Certificates to serve with; fresh ones by default. */
   certs?: TestCerts;
+  /**
+   * Authenticate the kubeconfig's token as this identity and authorize every resource request with
+   * RBAC from the stored Roles, ClusterRoles and bindings (403 when not allowed). Default: no
+   * authentication, everything allowed.
+   */
+  enforceRbac?: Identity;
 }
 
 export interface StandInApi {
@@ -166,10 +193,15 @@ class HttpError extends Error {
     readonly code: number,
     readonly reason: string,
     message: string,
+    /** The Status to answer, when it carries more than code, reason and message. */
+    readonly body?: object,
   ) {
     super(message);
   }
 }
+
+/** The bearer token of the kubeconfig the stand-in writes. */
+const TOKEN = "stand-in-token";
 
 const isRecord = (x: unknown): x is Record<string, unknown> =>
   typeof x === "object" && x !== null && !Array.isArray(x);
@@ -251,6 +283,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   let latency = 0;
   let down = false;
   let accessReview: AccessReviewer = options.accessReview ?? (() => ({ allowed: false }));
+  /** The stored RBAC objects, indexed again whenever anything changed (resourceVersion moved). */
+  let rbacIndex: { rv: number; index: RbacIndex } | undefined;
 
   const storeKey = (t: ResourceType, namespace: string | undefined, name: string) =>
     `${typeKey(t)}|${t.namespaced ? (namespace ?? "") : ""}|${name}`;
@@ -408,6 +442,28 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     res.on("close", () => watchers.delete(w));
   }
 
+  /** Who made the request: the kubeconfig's token is `enforceRbac`'s identity, no token anonymous. */
+  function authenticate(req: IncomingMessage, identity: Identity): Identity {
+    const header = req.headers.authorization;
+    if (!header) return ANONYMOUS;
+    if (header === `Bearer ${TOKEN}`) return identity;
+    throw new HttpError(401, "Unauthorized", "Unauthorized");
+  }
+
+  /** One RBAC check, recorded on the request; throws the API server's 403 when not allowed. */
+  function authorize(who: Identity, attrs: RequestAttributes, record: RecordedRequest): void {
+    if (rbacIndex?.rv !== resourceVersion) {
+      const objects = RBAC_KINDS.flatMap(kind => itemsOf(typeOf(kind)));
+      rbacIndex = { rv: resourceVersion, index: new RbacIndex(objects) };
+    }
+    const allowed = rbacIndex.index.decide({ ...who, ...attrs }).allowed;
+    (record.access ??= []).push({ ...attrs, allowed });
+    if (allowed) return;
+    const forbidden = forbiddenStatus(who, attrs);
+    record.forbidden = forbidden.message;
+    throw new HttpError(403, "Forbidden", forbidden.message, forbidden);
+  }
+
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://stand-in");
     const method = req.method ?? "GET";
@@ -422,6 +478,10 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       res.end(JSON.stringify(body));
     };
     try {
+      // The API server authenticates and authorizes before it reads the body or routes the request.
+      const who = options.enforceRbac && authenticate(req, options.enforceRbac);
+      const attrs = who ? requestAttributes(method, url) : undefined;
+      if (who && attrs) authorize(who, attrs, record);
       const body = parseBody(raw, contentType);
       record.body = body;
       if (method === "GET" && url.pathname === "/healthz") return void res.end("ok");
@@ -495,6 +555,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
           if (r.name === undefined)
             throw new HttpError(405, "MethodNotAllowed", "PATCH needs a name");
           if (contentType.startsWith("application/apply-patch")) {
+            // Creating by apply needs create too (for this name), checked once it is known missing.
+            if (!existing && who && attrs) authorize(who, applyCreate(attrs), record);
             const merged = mergePatch(existing ?? {}, body, false);
             return send(existing ? 200 : 201, save(type, withPathIdentity(merged), existing));
           }
@@ -520,7 +582,7 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       }
     } catch (e) {
       const err = e instanceof HttpError ? e : new HttpError(500, "InternalError", String(e));
-      if (!res.headersSent) send(err.code, status(err.code, err.reason, err.message));
+      if (!res.headersSent) send(err.code, err.body ?? status(err.code, err.reason, err.message));
     }
   }
 
@@ -555,7 +617,7 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       "users:",
       "- name: stand-in",
       "  user:",
-      "    token: stand-in-token",
+      `    token: ${TOKEN}`,
       "contexts:",
       "- name: stand-in",
       "  context:",

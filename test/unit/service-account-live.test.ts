@@ -1,7 +1,7 @@
 // LiveCluster's ServiceAccount side: created when a namespace appears, remembered, forgotten with
 // its namespace, never created on dry run; the API client is replaced by a recording fake.
 const applied: { namespace?: string; name?: string }[] = [];
-let applyError: Error | undefined;
+let applyError: unknown;
 
 jest.mock("kubernetes-fluent-client", () => {
   const actual = jest.requireActual("kubernetes-fluent-client");
@@ -19,7 +19,7 @@ jest.mock("kubernetes-fluent-client", () => {
 
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../capabilities/service-account/rules";
-import { LiveCluster } from "../../lib/cluster-live";
+import { describeError, LiveCluster } from "../../lib/cluster-live";
 import { defaultSettings } from "../../lib/settings";
 
 const settings = defaultSettings();
@@ -88,5 +88,47 @@ describe("LiveCluster: ServiceAccounts", () => {
       reason: 'serviceaccounts is forbidden: User "x" cannot patch',
     });
     expect(cluster.serviceAccount("ml", "workload")).toBeUndefined();
+  });
+
+  it("says why, from the failed response the API client throws (not [object Object])", async () => {
+    const message =
+      'serviceaccounts "workload" is forbidden: User "system:serviceaccount:pepr-system:pepr-x" cannot create resource "serviceaccounts" in API group "" in the namespace "ml"';
+    applyError = {
+      ok: false,
+      status: 403,
+      statusText: "Forbidden",
+      data: { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", message },
+    };
+    expect(await live().ensureServiceAccount("ml", "workload", false)).toEqual({
+      state: "failed",
+      reason: `HTTP 403 Forbidden: ${message}`,
+    });
+  });
+});
+
+describe("describeError", () => {
+  it("names the cause of a transport failure, the client's or an Error's", () => {
+    const refused = Object.assign(new TypeError("fetch failed"), {
+      cause: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), {
+        code: "ECONNREFUSED",
+      }),
+    });
+    expect(describeError(refused)).toBe(
+      "fetch failed: ECONNREFUSED connect ECONNREFUSED 127.0.0.1:6443",
+    );
+    // The client catches the transport error and throws a response carrying it in `e`.
+    expect(describeError({ ok: false, status: 400, statusText: "fetch failed", e: refused })).toBe(
+      describeError(refused),
+    );
+  });
+
+  it("keeps a text body short and says something for anything else", () => {
+    const page = "<html>" + "x".repeat(2000) + "</html>";
+    const said = describeError({ status: 502, statusText: "Bad Gateway", data: page });
+    expect(said.startsWith("HTTP 502 Bad Gateway: <html>xxx")).toBe(true);
+    expect(said.length).toBeLessThan(600);
+    expect(describeError({ status: 500 })).toBe("HTTP 500");
+    expect(describeError("boom")).toBe("boom");
+    expect(describeError(undefined)).toBe("undefined");
   });
 });
