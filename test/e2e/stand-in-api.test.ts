@@ -2,6 +2,8 @@
 import { K8s, kind } from "kubernetes-fluent-client";
 import { Agent, request } from "node:https";
 import type { KubeObject } from "../../lib/pod";
+import { serviceAccountUser } from "../../lib/rbac";
+import { requestAttributes } from "../support/authorization";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
 import { eventually } from "../support/wait";
 
@@ -23,17 +25,22 @@ afterAll(async () => {
   await api.stop();
 });
 
-function call(method: string, path: string, body?: unknown, contentType = "application/json") {
+function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = "application/json",
+  to = api,
+  token?: string,
+) {
   return new Promise<{ status: number; json: KubeObject }>((ok, fail) => {
-    const req = request(
-      api.url + path,
-      { method, agent, headers: { "Content-Type": contentType } },
-      res => {
-        let text = "";
-        res.on("data", c => (text += c));
-        res.on("end", () => ok({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
-      },
-    );
+    const headers: Record<string, string> = { "Content-Type": contentType };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const req = request(to.url + path, { method, agent, headers }, res => {
+      let text = "";
+      res.on("data", c => (text += c));
+      res.on("end", () => ok({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
+    });
     req.on("error", fail);
     req.end(body === undefined ? undefined : JSON.stringify(body));
   });
@@ -143,5 +150,156 @@ describe("stand-in API", () => {
     const res = await call("GET", "/apis/example.com/v1/widgets");
     expect(res.status).toBe(404);
     expect(res.json).toMatchObject({ kind: "Status", code: 404 });
+  });
+});
+
+describe("stand-in API: authorization attributes, as the API server derives them", () => {
+  const at = (method: string, path: string) =>
+    requestAttributes(method, new URL(path, "https://127.0.0.1"));
+
+  it.each([
+    [
+      "GET",
+      "/api/v1/namespaces",
+      { verb: "list", resource: "namespaces", namespace: "", name: "" },
+    ],
+    ["GET", "/api/v1/nodes?watch=true&resourceVersion=3", { verb: "watch", resource: "nodes" }],
+    ["GET", "/api/v1/watch/nodes", { verb: "watch", resource: "nodes" }],
+    ["GET", "/api/v1/nodes?watch=0", { verb: "list" }],
+    [
+      "GET",
+      "/api/v1/namespaces/ml",
+      { verb: "get", resource: "namespaces", namespace: "ml", name: "ml" },
+    ],
+    [
+      "GET",
+      "/api/v1/namespaces/ml/pods/p/log",
+      { verb: "get", resource: "pods", name: "p", subresource: "log" },
+    ],
+    [
+      "PUT",
+      "/api/v1/namespaces/ml/status",
+      { verb: "update", resource: "namespaces", name: "ml", subresource: "status" },
+    ],
+    [
+      "GET",
+      "/apis/pepr.dev/v1/namespaces/pepr-system/peprstores?fieldSelector=metadata.name%3Ds",
+      { verb: "list", group: "pepr.dev", namespace: "pepr-system", name: "s" },
+    ],
+    [
+      "POST",
+      "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      {
+        verb: "create",
+        group: "authorization.k8s.io",
+        resource: "subjectaccessreviews",
+        namespace: "",
+      },
+    ],
+    [
+      "PATCH",
+      "/api/v1/namespaces/ml/serviceaccounts/w",
+      { verb: "patch", namespace: "ml", name: "w" },
+    ],
+    ["DELETE", "/api/v1/namespaces/ml/pods", { verb: "deletecollection", resource: "pods" }],
+  ])("%s %s", (method, path, expected) => {
+    expect(at(method, path)).toMatchObject(expected);
+  });
+
+  it("discovery, /healthz and /version are not resource requests", () => {
+    for (const path of ["/api", "/api/v1", "/apis", "/apis/apps/v1", "/healthz", "/version"])
+      expect(at("GET", path)).toBeUndefined();
+  });
+});
+
+describe("stand-in API: enforceRbac", () => {
+  const who = serviceAccountUser("sys", "ctl");
+  let enforcing: StandInApi;
+  const token = "stand-in-token"; // what its kubeconfig carries
+  const as = (method: string, path: string, body?: unknown, contentType?: string) =>
+    call(method, path, body, contentType, enforcing, token);
+
+  beforeAll(async () => {
+    enforcing = await startStandIn({
+      enforceRbac: who,
+      certs: api.certs, // the agent trusts these
+      objects: [
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "ml" } },
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRole",
+          metadata: { name: "ctl" },
+          rules: [
+            { apiGroups: [""], resources: ["namespaces"], verbs: ["list"] },
+            { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["patch"] },
+          ],
+        },
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRoleBinding",
+          metadata: { name: "ctl" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "ctl" },
+          subjects: [{ kind: "ServiceAccount", name: "ctl", namespace: "sys" }],
+        },
+      ],
+    });
+  });
+  afterAll(() => enforcing.stop());
+
+  it("allows what the stored RBAC grants, answers 403 with the API server's Status otherwise", async () => {
+    expect((await as("GET", "/api/v1/namespaces")).status).toBe(200);
+    const denied = await as("GET", "/api/v1/namespaces?watch=true");
+    expect(denied.status).toBe(403);
+    expect(denied.json).toEqual({
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message:
+        'namespaces is forbidden: User "system:serviceaccount:sys:ctl" cannot watch resource "namespaces" in API group "" at the cluster scope',
+      reason: "Forbidden",
+      details: { group: "", kind: "namespaces" },
+      code: 403,
+    });
+    expect(enforcing.requests.at(-1)?.forbidden).toBe(denied.json.message);
+    // Discovery needs no rule.
+    expect((await as("GET", "/api/v1")).status).toBe(200);
+  });
+
+  it("a server-side apply that would create needs create too; one that updates, patch only", async () => {
+    const path = "/api/v1/namespaces/ml/serviceaccounts/w?fieldManager=t";
+    const yaml = "application/apply-patch+yaml";
+    const body = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "w" } };
+    const create = await as("PATCH", path, body, yaml);
+    expect(create.status).toBe(403);
+    expect(create.json.message).toContain('cannot create resource "serviceaccounts"');
+    expect(enforcing.get("ServiceAccount", "w", "ml")).toBeUndefined();
+    expect(enforcing.requests.at(-1)?.access?.map(a => `${a.verb}:${a.allowed}`)).toEqual([
+      "patch:true",
+      "create:false",
+    ]);
+    enforcing.put({ ...body, metadata: { name: "w", namespace: "ml" } });
+    expect(
+      (await as("PATCH", path, { ...body, metadata: { name: "w", labels: { a: "b" } } }, yaml))
+        .status,
+    ).toBe(200);
+    expect(enforcing.get("ServiceAccount", "w", "ml")?.metadata?.labels).toEqual({ a: "b" });
+  });
+
+  it("follows RBAC changes at once, and treats a request without token as anonymous", async () => {
+    const role = enforcing.get("ClusterRole", "ctl")!;
+    enforcing.put({
+      ...role,
+      rules: [
+        ...(role.rules as object[]),
+        { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
+      ],
+    });
+    expect((await as("GET", "/api/v1/namespaces/ml")).status).toBe(200);
+    const anonymous = await call("GET", "/api/v1/namespaces/ml", undefined, undefined, enforcing);
+    expect(anonymous.status).toBe(403);
+    expect(anonymous.json.message).toContain('User "system:anonymous"');
+    const wrong = await call("GET", "/api/v1/namespaces", undefined, undefined, enforcing, "x");
+    expect(wrong.status).toBe(401);
   });
 });

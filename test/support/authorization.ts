@@ -67,7 +67,8 @@ export function requestAttributes(method: string, url: URL): RequestAttributes |
   if (parts[0] === "namespaces" && parts.length > 1) {
     namespace = parts[1];
     // namespaces/<ns>/status and /finalize are subresources of the namespace itself.
-    if (parts.length > 2 && parts[2] !== "status" && parts[2] !== "finalize") parts = parts.slice(2);
+    if (parts.length > 2 && parts[2] !== "status" && parts[2] !== "finalize")
+      parts = parts.slice(2);
   }
   const [resource = "", name = "", subresource] = parts;
   const attrs: RequestAttributes = { verb, group, resource, namespace, name };
