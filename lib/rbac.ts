@@ -126,7 +126,9 @@ export function ruleAllows(rule: PolicyRule, req: AccessRequest): boolean {
   if (!has(rule.apiGroups, req.group)) return false;
   if (!resourceMatches(rule.resources, req)) return false;
   if (rule.resourceNames.length === 0) return true;
-  return !!req.name && rule.resourceNames.includes(req.name);
+  // Compared as strings, as the API server does: resourceNames [""] matches a request without a
+  // name (Pepr's store Role is written like that).
+  return rule.resourceNames.includes(req.name ?? "");
 }
 
 /** RBAC objects of a snapshot, indexed once. */

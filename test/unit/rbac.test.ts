@@ -116,6 +116,18 @@ describe("RBAC evaluation", () => {
     );
   });
 
+  it('resourceNames [""] matches only requests without a name, as the API server compares them', () => {
+    const objects = [
+      role("ml", "r", [{ ...getSecret, verbs: ["get", "list"], resourceNames: [""] }]),
+      roleBinding("ml", "rb", { kind: "Role", name: "r" }, [sa("ml", "workload")]),
+    ];
+    const index = new RbacIndex(objects);
+    expect(index.decide({ ...getSecretReq("ml", "workload", ""), verb: "list" }).allowed).toBe(
+      true,
+    );
+    expect(allowed(objects, "ml", "workload", "a")).toBe(false);
+  });
+
   it("verbs, apiGroups and resources must all match; * is a wildcard for each", () => {
     const bind = (rules: object[]) => [
       role("ml", "r", rules),
