@@ -177,55 +177,63 @@ describe("RBAC e2e: the controller under exactly the generated rules", () => {
   });
 });
 
-describe("RBAC e2e: a missing permission is seen", () => {
-  it("without serviceaccounts create: 403 recorded, no ServiceAccount, the pod denied saying why", async () => {
-    const objects = withoutVerb(rbac.objects, {
-      group: "",
-      resource: "serviceaccounts",
-      verb: "create",
-    });
-    const { api, controller } = await start(rbac, objects);
-    try {
-      await cachesSynced(api);
-      const result = await admit(controller, seed000Pod());
-      expect(api.get("ServiceAccount", "workload", "llama-index")).toBeUndefined();
-      expect(forbiddenRequests(api.requests)).toContain(
-        "PATCH /api/v1/namespaces/llama-index/serviceaccounts/workload?fieldManager=pepr&fieldValidation=Strict&force=false" +
-          ' needs create serviceaccounts "workload" in namespace "llama-index"',
-      );
-      expect(result.allowed).toBe(false);
-      expect(result.message).toContain(
-        'admission-guard/service-account: Pod llama-index/llamaindex-trainer runs as ServiceAccount "default", and the dedicated ServiceAccount llama-index/workload could not be created (HTTP 403 Forbidden: serviceaccounts "workload" is forbidden: User "system:serviceaccount:pepr-system:' +
-          `${rbac.serviceAccount.name}" cannot create resource "serviceaccounts" in API group "" in the namespace "llama-index"). Fix: kubectl create serviceaccount workload -n llama-index`,
-      );
-    } finally {
-      await controller.stop();
-      await api.stop();
-    }
-  }, 60_000);
+/** Runs `check` against the controller under the generated rules with one verb taken away. */
+async function without(
+  permission: { group: string; resource: string; verb: string },
+  check: (api: StandInApi, controller: Controller) => Promise<void>,
+) {
+  const { api, controller } = await start(rbac, withoutVerb(rbac.objects, permission));
+  try {
+    await check(api, controller);
+  } finally {
+    await controller.stop();
+    await api.stop();
+  }
+}
 
-  it("without peprstores list: 403 on every store list, yet healthy (the watch replays the store)", async () => {
-    const objects = withoutVerb(rbac.objects, {
-      group: "pepr.dev",
-      resource: "peprstores",
-      verb: "list",
-    });
-    const { api, controller } = await start(rbac, objects);
-    try {
-      // kubernetes-fluent-client lists before it watches; when the list fails it watches without
-      // a resourceVersion, and the API server then sends the store as an ADDED event: Pepr's
-      // routes appear. The list permission spares that 403 on every (re)connect.
-      expect((await controller.get("/healthz")).status).toBe(200);
-      const denied = api.requests.flatMap(r => r.access ?? []).filter(a => !a.allowed);
-      expect(denied.length).toBeGreaterThan(0);
-      expect(new Set(denied.map(describeAttributes))).toEqual(
-        new Set([
-          `list peprstores.pepr.dev "${rbac.serviceAccount.name}-store" in namespace "pepr-system"`,
-        ]),
-      );
-    } finally {
-      await controller.stop();
-      await api.stop();
-    }
-  }, 60_000);
+describe("RBAC e2e: a missing permission is seen", () => {
+  it(
+    "without serviceaccounts create: 403 recorded, no ServiceAccount, the pod denied saying why",
+    () =>
+      without(
+        { group: "", resource: "serviceaccounts", verb: "create" },
+        async (api, controller) => {
+          await cachesSynced(api);
+          const result = await admit(controller, seed000Pod());
+          expect(api.get("ServiceAccount", "workload", "llama-index")).toBeUndefined();
+          expect(forbiddenRequests(api.requests)).toContain(
+            "PATCH /api/v1/namespaces/llama-index/serviceaccounts/workload?fieldManager=pepr&fieldValidation=Strict&force=false" +
+              ' needs create serviceaccounts "workload" in namespace "llama-index"',
+          );
+          expect(result.allowed).toBe(false);
+          expect(result.message).toContain(
+            'admission-guard/service-account: Pod llama-index/llamaindex-trainer runs as ServiceAccount "default", and the dedicated ServiceAccount llama-index/workload could not be created (HTTP 403 Forbidden: serviceaccounts "workload" is forbidden: User "system:serviceaccount:pepr-system:' +
+              `${rbac.serviceAccount.name}" cannot create resource "serviceaccounts" in API group "" in the namespace "llama-index"). Fix: kubectl create serviceaccount workload -n llama-index`,
+          );
+        },
+      ),
+    60_000,
+  );
+
+  it(
+    "without peprstores list: 403 on every store list, yet healthy (the watch replays the store)",
+    () =>
+      without(
+        { group: "pepr.dev", resource: "peprstores", verb: "list" },
+        async (api, controller) => {
+          // kubernetes-fluent-client lists before it watches; when the list fails it watches without
+          // a resourceVersion, and the API server then sends the store as an ADDED event: Pepr's
+          // routes appear. The list permission spares that 403 on every (re)connect.
+          expect((await controller.get("/healthz")).status).toBe(200);
+          const denied = api.requests.flatMap(r => r.access ?? []).filter(a => !a.allowed);
+          expect(denied.length).toBeGreaterThan(0);
+          expect(new Set(denied.map(describeAttributes))).toEqual(
+            new Set([
+              `list peprstores.pepr.dev "${rbac.serviceAccount.name}-store" in namespace "pepr-system"`,
+            ]),
+          );
+        },
+      ),
+    60_000,
+  );
 });
