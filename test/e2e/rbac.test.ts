@@ -102,9 +102,12 @@ describe("RBAC e2e: the controller under exactly the generated rules", () => {
 
   it("became healthy: Pepr listed and watched its store as its ServiceAccount", async () => {
     expect((await controller.get("/healthz")).status).toBe(200);
-    const store = api.requests.filter(r => r.path.includes("/peprstores"));
-    const verbs = new Set(store.flatMap(r => r.access ?? []).map(a => a.verb));
-    expect([...verbs].sort()).toEqual(["create", "get", "list", "patch", "watch"]);
+    // Its list alone makes the routes appear: the watch request may come a moment later.
+    await eventually(() => {
+      const store = api.requests.filter(r => r.path.includes("/peprstores"));
+      const verbs = new Set(store.flatMap(r => r.access ?? []).map(a => a.verb));
+      expect([...verbs].sort()).toEqual(["create", "get", "list", "patch", "watch"]);
+    });
   });
 
   it("seed 000 pod: its ServiceAccount applied, its secret access asked, node fit checked", async () => {
