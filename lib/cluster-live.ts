@@ -61,11 +61,34 @@ export class WatchedStore<T extends KubernetesObject> {
     return `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
   }
 
+  // Read on every admission request, so kept ready-made: the items per namespace, and all items as
+  // one array (rebuilt lazily after a change). A request never scans or copies the whole cache.
+  private readonly byNamespace = new Map<string, Map<string, T>>();
+  private everything?: T[];
+
   /** Applies one watch event; public so tests can feed the store directly. */
   apply(obj: T, phase: string): void {
-    if (phase === "DELETED") this.items.delete(WatchedStore.key(obj));
-    else this.items.set(WatchedStore.key(obj), obj);
+    const key = WatchedStore.key(obj);
+    const ns = obj.metadata?.namespace ?? "";
+    const previous = this.items.get(key);
+    if (previous && (previous.metadata?.namespace ?? "") !== ns)
+      this.byNamespace.get(previous.metadata?.namespace ?? "")?.delete(key);
+    if (phase === "DELETED") {
+      this.items.delete(key);
+      this.byNamespace.get(ns)?.delete(key);
+    } else {
+      this.items.set(key, obj);
+      let inNs = this.byNamespace.get(ns);
+      if (!inNs) this.byNamespace.set(ns, (inNs = new Map()));
+      inNs.set(key, obj);
+    }
+    this.everything = undefined;
     for (const listener of this.listeners) listener(obj, phase);
+  }
+
+  /** Every item; the same array until the next change (callers must not modify it). */
+  all(): T[] {
+    return (this.everything ??= [...this.items.values()]);
   }
 
   async start(): Promise<void> {
@@ -86,10 +109,8 @@ export class WatchedStore<T extends KubernetesObject> {
   }
 
   inNamespace(namespace: string): T[] {
-    const out: T[] = [];
-    for (const item of this.items.values())
-      if (item.metadata?.namespace === namespace) out.push(item);
-    return out;
+    const inNs = this.byNamespace.get(namespace);
+    return inNs ? [...inNs.values()] : [];
   }
 }
 
@@ -201,7 +222,7 @@ export class LiveCluster implements ClusterView {
   }
 
   nodes(): V1Node[] | undefined {
-    return this.nodeStore.synced ? [...this.nodeStore.items.values()] : undefined;
+    return this.nodeStore.synced ? this.nodeStore.all() : undefined;
   }
 
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {

@@ -210,6 +210,17 @@ function reportsMalformed(policy: Policy, ctx: RuleContext, allPolicies: Policy[
   return allPolicies.find(p => policyApplies(p, ctx)) === policy;
 }
 
+/** Every policy's validation of an object, in order, merged. */
+export async function validateAll(
+  policies: Policy[],
+  obj: KubeObject,
+  ctx: RuleContext,
+): Promise<Findings> {
+  const findings = emptyFindings();
+  for (const p of policies) mergeFindings(findings, await validate(p, obj, ctx, policies));
+  return findings;
+}
+
 function malformed(policy: Policy, obj: KubeObject, what: string): Violation {
   return {
     capability: policy.name,
@@ -321,12 +332,10 @@ export async function review(
       findings.changes.push(...changes);
       findings.violations.push(...errors);
     }
-    for (const p of policies) mergeFindings(findings, await validate(p, object, ctx, policies));
-  } else if (isWorkload(input)) {
-    for (const p of policies) mergeFindings(findings, await validate(p, input, ctx, policies));
-    object = (await simulateWorkload(policies, input, ctx))?.copy ?? input;
+    mergeFindings(findings, await validateAll(policies, object, ctx));
   } else {
-    for (const p of policies) mergeFindings(findings, await validate(p, input, ctx, policies));
+    mergeFindings(findings, await validateAll(policies, input, ctx));
+    if (isWorkload(input)) object = (await simulateWorkload(policies, input, ctx))?.copy ?? input;
   }
   const decision = decide(findings, mode);
   const changeLines = isPod(input)
