@@ -45,13 +45,6 @@ export interface ResourceType {
   namespaced: boolean;
 }
 
-const core = (kind: string, plural: string, namespaced = true): ResourceType => ({
-  group: "",
-  version: "v1",
-  kind,
-  plural,
-  namespaced,
-});
 const inGroup =
   (group: string, version = "v1") =>
   (kind: string, plural: string, namespaced = true): ResourceType => ({
@@ -61,6 +54,7 @@ const inGroup =
     plural,
     namespaced,
   });
+const core = inGroup("");
 const rbac = inGroup("rbac.authorization.k8s.io");
 const apps = inGroup("apps");
 const batch = inGroup("batch");
@@ -131,6 +125,8 @@ export interface StandInApi {
   remove(kind: string, name: string, namespace?: string): boolean;
   get(kind: string, name: string, namespace?: string): KubeObject | undefined;
   list(kind: string, namespace?: string): KubeObject[];
+  /** Every stored object (for a SnapshotCluster of the same cluster). */
+  objects(): KubeObject[];
   /** Open watch streams on a kind (optionally only those of a namespace-scoped watch). */
   watching(kind: string): number;
   /** Delay every response by ms (watch events excepted). */
@@ -273,7 +269,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   }
 
   function writeEvent(w: Watcher, type: string, object: KubeObject) {
-    w.res.write(JSON.stringify({ type, object }) + "\n");
+    if (w.res.destroyed || w.res.writableEnded) watchers.delete(w);
+    else w.res.write(JSON.stringify({ type, object }) + "\n");
   }
 
   /** Stores an object: fills uid, creationTimestamp, a new resourceVersion; notifies watchers. */
@@ -390,6 +387,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       res,
     };
     res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
+    // Send the headers now: clients consider the watch established only when they arrive.
+    res.flushHeaders();
     const since = Number(query.get("resourceVersion") || 0);
     if (since > 0) {
       const oldest = events[0]?.rv ?? resourceVersion;
@@ -589,6 +588,9 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     list(kind, namespace) {
       return itemsOf(typeOf(kind), namespace);
     },
+    objects() {
+      return [...store.values()];
+    },
     watching(kind) {
       const key = typeKey(typeOf(kind));
       return [...watchers].filter(w => w.key === key).length;
@@ -598,7 +600,10 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     },
     setDown(value) {
       down = value;
-      if (down) for (const s of sockets) s.destroy();
+      if (!down) return;
+      for (const w of watchers) w.res.destroy();
+      watchers.clear();
+      for (const s of sockets) s.destroy();
     },
     setAccessReview(reviewer) {
       accessReview = reviewer;

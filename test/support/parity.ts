@@ -1,0 +1,136 @@
+// Parity between the two front doors: the same object through the real controller (admit) and
+// through lib/engine.ts `review()` (what `check` runs) over a SnapshotCluster of the same objects
+// must give the same verdict and the same resulting object. Reusable by every capability's e2e test:
+//
+//   const report = await checkParity(controller, manifest, { objects: api.objects(), settings });
+//   expect(report.differences).toEqual([]);
+import type { V1LimitRange, V1Node, V1ResourceQuota } from "@kubernetes/client-node";
+import { policies as allPolicies } from "../../capabilities";
+import { SnapshotCluster, type ClusterView, type RbacEvaluator } from "../../lib/cluster";
+import { decide, pendingWarnings, review, type Review } from "../../lib/engine";
+import type { KubeObject } from "../../lib/pod";
+import type { Policy } from "../../lib/policy";
+import { parseSettings, type SettingsInput } from "../../lib/settings";
+import { formatViolation } from "../../lib/verdict";
+import cfg from "../../package.json";
+import { admit, type AdmitResult, type ReviewOptions } from "./admission";
+import type { Controller } from "./controller";
+
+/**
+ * A snapshot that answers like the live caches once synced: a watched kind with no object is
+ * "none exist" ([]), not "no data" (undefined) as a plain snapshot says.
+ */
+export class SyncedSnapshot extends SnapshotCluster {
+  resourceQuotas(namespace: string): V1ResourceQuota[] {
+    return super.resourceQuotas(namespace) ?? [];
+  }
+  limitRanges(namespace: string): V1LimitRange[] {
+    return super.limitRanges(namespace) ?? [];
+  }
+  nodes(): V1Node[] {
+    return super.nodes() ?? [];
+  }
+}
+
+/** Controller environment carrying these settings (give the same to checkParity). */
+export function settingsEnv(settings: SettingsInput = {}): Record<string, string> {
+  parseSettings(settings, "test settings"); // fail here, not in the controller
+  return { ADMISSION_GUARD_SETTINGS: JSON.stringify(settings) };
+}
+
+export interface ParityOptions extends ReviewOptions {
+  /** The cluster objects (usually `api.objects()`). */
+  objects: KubeObject[];
+  /** The settings the controller was started with (see settingsEnv). */
+  settings?: SettingsInput;
+  rbac?: RbacEvaluator;
+  /** Replace the cluster view entirely (default: SyncedSnapshot of objects and rbac). */
+  cluster?: ClusterView;
+  policies?: Policy[];
+  operation?: "CREATE" | "UPDATE";
+  oldObject?: KubeObject;
+}
+
+export interface ParityReport {
+  e2e: AdmitResult;
+  engine: Review;
+  /** The denial message the engine's verdict formats to. */
+  engineMessage: string;
+  /** Human-readable differences; empty when the front doors agree. */
+  differences: string[];
+}
+
+const PEPR_ANNOTATION = `${cfg.pepr.uuid}.pepr.dev/`;
+
+/** The object without Pepr's own `<uuid>.pepr.dev/*` annotations (and without an emptied map). */
+export function withoutPeprAnnotations(obj: KubeObject): KubeObject {
+  const copy = structuredClone(obj);
+  const annotations = copy.metadata?.annotations;
+  if (annotations) {
+    for (const key of Object.keys(annotations))
+      if (key.startsWith(PEPR_ANNOTATION)) delete annotations[key];
+    if (!Object.keys(annotations).length) delete copy.metadata!.annotations;
+  }
+  return copy;
+}
+
+/** JSON with sorted keys: equality that ignores key order. */
+export function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
+}
+
+/** Sends the object through the controller and through the engine, and lists where they differ. */
+export async function checkParity(
+  controller: Controller,
+  manifest: KubeObject,
+  opts: ParityOptions,
+): Promise<ParityReport> {
+  const e2e = await admit(controller, manifest, opts);
+  const request = e2e.request;
+  const engine = await review(opts.policies ?? allPolicies, request.object as KubeObject, {
+    settings: parseSettings(opts.settings ?? {}, "test settings"),
+    cluster: opts.cluster ?? new SyncedSnapshot(opts.objects, opts.rbac),
+    operation: request.operation as "CREATE" | "UPDATE",
+    namespace: request.namespace,
+    oldObject: request.oldObject ?? undefined,
+    dryRun: request.dryRun,
+  });
+  const decision = decide(
+    { changes: [], violations: engine.violations, warnings: [] },
+    engine.handled ? engine.mode : "off",
+  );
+  const engineMessage = decision.denials.join("; ");
+  const differences: string[] = [];
+  if (e2e.allowed !== engine.allowed)
+    differences.push(`allowed: controller ${e2e.allowed}, engine ${engine.allowed}`);
+  if (e2e.message !== engineMessage)
+    differences.push(
+      `denial message:\n  controller: ${e2e.message}\n  engine:     ${engineMessage}`,
+    );
+  // Violations that only warn must reach the user through the controller too.
+  const warned = engine.violations
+    .map(formatViolation)
+    .filter(line => !decision.denials.includes(line));
+  for (const line of engine.mode === "audit" ? [] : warned)
+    if (!e2e.warnings.includes(line))
+      differences.push(`warning missing from the controller: ${line}`);
+  if (manifest?.kind === "Pod") {
+    const fromController = canonical(withoutPeprAnnotations(e2e.patched));
+    const fromEngine = canonical(withoutPeprAnnotations(engine.object));
+    if (fromController !== fromEngine)
+      differences.push(
+        `resulting pod:\n  controller: ${fromController}\n  engine:     ${fromEngine}`,
+      );
+  } else if (engine.handled && engine.mode !== "audit") {
+    // Workloads are not mutated; both say what their pods will get.
+    for (const line of pendingWarnings(engine.changes, String(manifest?.kind)))
+      if (!e2e.warnings.includes(line)) differences.push(`pending-fix warning missing: ${line}`);
+    if (canonical(e2e.patched) !== canonical(request.object))
+      differences.push("the controller changed a workload (it must only warn)");
+  }
+  return { e2e, engine, engineMessage, differences };
+}
