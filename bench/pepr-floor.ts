@@ -10,7 +10,11 @@ import { capabilityFor } from "../lib/pepr-adapter";
 import { defaultSettings } from "../lib/settings";
 
 const everywhere = { ...helloPepr, namespaces: undefined };
-const deps = { settings: defaultSettings(), cluster: new SnapshotCluster(), policies: [everywhere] };
+const deps = {
+  settings: defaultSettings(),
+  cluster: new SnapshotCluster(),
+  policies: [everywhere],
+};
 const module = new PeprModule(cfg, [capabilityFor(everywhere, deps)], { deferStart: true });
 if (process.env.PEPR_MODE !== "build")
   module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));

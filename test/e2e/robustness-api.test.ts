@@ -47,7 +47,9 @@ async function admitInTime(pod: KubeObject): Promise<AdmitResult> {
 
 function expectDocumentedFailMode(result: AdmitResult, namespace: string) {
   expect(result.mutateResponse?.allowed).toBe(true);
-  expect(result.patched.spec?.serviceAccountName).toBe("default");
+  expect((result.patched.spec as { serviceAccountName?: string }).serviceAccountName).toBe(
+    "default",
+  );
   expect(result.allowed).toBe(false);
   expect(result.message).toContain(
     `admission-guard/service-account: Pod ${namespace}/trainer runs as ServiceAccount "default"`,
@@ -62,7 +64,9 @@ async function expectRecovered(namespace: string) {
   const result = await eventually(
     async () => {
       const r = await admitInTime(podIn(namespace));
-      expect(r.patched.spec?.serviceAccountName).toBe("workload");
+      expect((r.patched.spec as { serviceAccountName?: string }).serviceAccountName).toBe(
+        "workload",
+      );
       return r;
     },
     20_000,
@@ -89,7 +93,9 @@ describe("the API server slow or unreachable", () => {
     env.api.setDown(true);
     const result = await admitInTime(podIn(DOWN_NS));
     expect(result.mutateResponse?.allowed).toBe(true);
-    expect(result.patched.spec?.serviceAccountName).toBe("default");
+    expect((result.patched.spec as { serviceAccountName?: string }).serviceAccountName).toBe(
+      "default",
+    );
     expect(result.allowed).toBe(false);
     expect(result.message).toMatch(
       /could not be created \(.+\)\. Fix: kubectl create serviceaccount/,
