@@ -51,4 +51,10 @@ describe("e2e harness", () => {
     const res = await controller.post("/mutate/not-the-path", JSON.stringify(podCreateReview(pod)));
     expect(res.status).toBe(401);
   });
+
+  it("says to run the build when the bundle is missing", async () => {
+    await expect(startController({ api, bundle: "/nonexistent/pepr-x.js" })).rejects.toThrow(
+      /npm run build/,
+    );
+  });
 });

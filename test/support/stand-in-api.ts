@@ -246,6 +246,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   const sockets = new Set<Socket>();
   const requests: RecordedRequest[] = [];
   let resourceVersion = 1;
+  /** Changes up to this resourceVersion were dropped from the log: older watches get 410. */
+  let droppedThrough = 0;
   let latency = 0;
   let down = false;
   let accessReview: AccessReviewer = options.accessReview ?? (() => ({ allowed: false }));
@@ -264,7 +266,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   function notify(type: ChangeEvent["type"], t: ResourceType, object: KubeObject, rv: number) {
     const key = typeKey(t);
     events.push({ rv, key, type, object });
-    if (events.length > EVENT_LOG_LIMIT) events.splice(0, events.length - EVENT_LOG_LIMIT);
+    if (events.length > EVENT_LOG_LIMIT)
+      droppedThrough = events.splice(0, events.length - EVENT_LOG_LIMIT).pop()!.rv;
     for (const w of watchers) if (w.key === key && w.matches(object)) writeEvent(w, type, object);
   }
 
@@ -391,8 +394,7 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     res.flushHeaders();
     const since = Number(query.get("resourceVersion") || 0);
     if (since > 0) {
-      const oldest = events[0]?.rv ?? resourceVersion;
-      if (events.length >= EVENT_LOG_LIMIT && since < oldest) {
+      if (since < droppedThrough) {
         writeEvent(w, "ERROR", status(410, "Expired", `too old resource version: ${since}`));
         res.end();
         return;
