@@ -6,6 +6,7 @@ import { policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
 import { capabilityFor } from "./lib/pepr-adapter";
+import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 
 function loadSettings(): Settings {
@@ -26,6 +27,10 @@ const cluster = new LiveCluster(Log, {
 // The caches live in the admission process (not in a Watch binding, which runs in the watcher pod).
 // At build time Pepr only loads the module to read its bindings: no cluster then.
 if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
+
+// Before Pepr builds its server: reviews up to the API server's sizes reach our payload-size rules
+// instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
+if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
 
 const module = new PeprModule(
   cfg,

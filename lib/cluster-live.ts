@@ -176,7 +176,11 @@ export class LiveCluster implements ClusterView {
   }
 
   resourceQuotas(namespace: string): V1ResourceQuota[] | undefined {
-    return this.quotas.synced ? this.quotas.inNamespace(namespace) : undefined;
+    // Quotas count as known only once LimitRanges are too: a template's pods get the LimitRange
+    // defaults, and judging them without would wrongly say "must specify".
+    return this.quotas.synced && this.limitRangeStore.synced
+      ? this.quotas.inNamespace(namespace)
+      : undefined;
   }
 
   limitRanges(namespace: string): V1LimitRange[] | undefined {

@@ -46,9 +46,10 @@ export interface Controller {
   stop(): Promise<void>;
 }
 
+const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+
 /** The bundle `npm run build` writes, named after the module uuid in package.json. */
 export function bundlePath(): string {
-  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
   return join(REPO_ROOT, "dist", `pepr-${pkg.pepr.uuid}.js`);
 }
 
@@ -87,6 +88,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
+      // What the deployed controller gets from package.json `pepr.env` (e.g. NODE_ENV=production).
+      ...(pkg.pepr.env as Record<string, string>),
       KUBECONFIG: api.kubeconfigPath,
       SSL_KEY_PATH: api.certs.keyPath,
       SSL_CERT_PATH: api.certs.certPath,

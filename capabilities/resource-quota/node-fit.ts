@@ -1,0 +1,366 @@
+// Whether a pod's requests fit any node at all, the scheduler's own filters applied
+// (NodeUnschedulable, NodeAffinity with nodeSelector, TaintToleration, NodeResourcesFit). We compare
+// with each node's allocatable, not with what is free on it: a pod that does not fit an empty node
+// stays Pending for ever, whereas a busy node frees up. Pure.
+//
+// Decisions:
+// - Requests decide, as for the scheduler. A limit above every node's allocatable only warns: the pod
+//   runs, it just can never use all of it.
+// - A resource no node offers at all (nvidia.com/gpu, hugepages-1Gi) only warns: a cluster
+//   autoscaler may add such a node (GPU pools scaled to zero are common).
+// - No candidate node at all (selectors and taints exclude every node) only warns, for the same reason.
+// - Nodes without allocatable data for cpu/memory/ephemeral-storage are not judged on that resource.
+import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
+import { formatQuantity, type Quantity } from "../../lib/quantity";
+import type { Violation } from "../../lib/verdict";
+import { contributions, requestIsLimit, roundDown, show } from "./explain";
+import { isExtendedResource, parseList, type PodResources, type ResourceList } from "./resources";
+import { CAPABILITY } from "./quota";
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+const list = <T>(x: unknown): T[] => (Array.isArray(x) ? (x as T[]).filter(isRecord) : []);
+
+/** Tolerations the DaemonSet controller adds to every daemon pod. */
+const DAEMONSET_TOLERATIONS: V1Toleration[] = [
+  { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" },
+  { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
+  { key: "node.kubernetes.io/disk-pressure", operator: "Exists", effect: "NoSchedule" },
+  { key: "node.kubernetes.io/memory-pressure", operator: "Exists", effect: "NoSchedule" },
+  { key: "node.kubernetes.io/pid-pressure", operator: "Exists", effect: "NoSchedule" },
+  { key: "node.kubernetes.io/unschedulable", operator: "Exists", effect: "NoSchedule" },
+];
+const NETWORK_UNAVAILABLE: V1Toleration = {
+  key: "node.kubernetes.io/network-unavailable",
+  operator: "Exists",
+  effect: "NoSchedule",
+};
+
+function tolerates(tolerations: V1Toleration[], taint: V1Taint): boolean {
+  return tolerations.some(t => {
+    if (t.effect && t.effect !== taint.effect) return false;
+    if (t.key && t.key !== taint.key) return false;
+    const op = t.operator || "Equal";
+    if (op === "Exists") return true;
+    return op === "Equal" && (t.value ?? "") === (taint.value ?? "");
+  });
+}
+
+interface Requirement {
+  key?: string;
+  operator?: string;
+  values?: string[];
+}
+
+function requirementMatches(req: Requirement, value: string | undefined): boolean {
+  const values = Array.isArray(req.values) ? req.values : [];
+  switch (req.operator) {
+    case "In":
+      return value !== undefined && values.includes(value);
+    case "NotIn":
+      return value === undefined || !values.includes(value);
+    case "Exists":
+      return value !== undefined;
+    case "DoesNotExist":
+      return value === undefined;
+    case "Gt":
+    case "Lt": {
+      if (value === undefined || values.length !== 1) return false;
+      const [a, b] = [Number(value), Number(values[0])];
+      if (!Number.isInteger(a) || !Number.isInteger(b)) return false;
+      return req.operator === "Gt" ? a > b : a < b;
+    }
+    default:
+      return false;
+  }
+}
+
+/** nodeSelector and required node affinity (terms ORed, expressions within a term ANDed). */
+function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
+  const labels = isRecord(node.metadata?.labels) ? node.metadata.labels : {};
+  if (isRecord(spec.nodeSelector)) {
+    for (const [k, v] of Object.entries(spec.nodeSelector)) if (labels[k] !== v) return false;
+  }
+  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (!isRecord(required)) return true;
+  const name = node.metadata?.name;
+  return list<Record<string, unknown>>(required.nodeSelectorTerms).some(term => {
+    const expressions = list<Requirement>(term.matchExpressions);
+    const fields = list<Requirement>(term.matchFields);
+    if (!expressions.length && !fields.length) return false; // an empty term matches nothing
+    return (
+      expressions.every(e => requirementMatches(e, e.key ? labels[e.key] : undefined)) &&
+      fields.every(f => requirementMatches(f, f.key === "metadata.name" ? name : undefined))
+    );
+  });
+}
+
+type Exclusion = "unschedulable" | "selector" | "taints" | "nodeName";
+
+function exclusion(
+  spec: V1PodSpec,
+  node: V1Node,
+  tolerations: V1Toleration[],
+): Exclusion | undefined {
+  // A pod bound to a node by name skips the scheduler: only that node counts, whatever its taints.
+  if (typeof spec.nodeName === "string" && spec.nodeName)
+    return node.metadata?.name === spec.nodeName ? undefined : "nodeName";
+  if (
+    node.spec?.unschedulable === true &&
+    !tolerates(tolerations, { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" })
+  )
+    return "unschedulable";
+  if (!selectsNode(spec, node)) return "selector";
+  for (const taint of list<V1Taint>(node.spec?.taints)) {
+    if (taint.effect !== "NoSchedule" && taint.effect !== "NoExecute") continue;
+    if (!tolerates(tolerations, taint)) return "taints";
+  }
+  return undefined;
+}
+
+const REPORTED_BY_EVERY_NODE = ["cpu", "memory", "ephemeral-storage"];
+const isScheduledResource = (r: string) =>
+  REPORTED_BY_EVERY_NODE.includes(r) || r.startsWith("hugepages-") || isExtendedResource(r);
+
+interface NodeInfo {
+  name: string;
+  allocatable: ResourceList;
+  node: V1Node;
+}
+
+// Parsed once per node object: the cache (and a snapshot) hands out the same object until the node
+// changes, and a large cluster would otherwise re-parse thousands of quantities per request.
+const parsedNodes = new WeakMap<V1Node, NodeInfo>();
+function nodeInfo(node: V1Node): NodeInfo {
+  let info = parsedNodes.get(node);
+  if (!info) {
+    info = {
+      name: node.metadata?.name ?? "(unnamed)",
+      allocatable: parseList(node.status?.allocatable),
+      node,
+    };
+    parsedNodes.set(node, info);
+  }
+  return info;
+}
+
+/** The node's allocatable for a resource; undefined when the node does not say (cpu/memory/ephemeral-storage only). */
+function allocatableOf(node: NodeInfo, resource: string): bigint | undefined {
+  const q = node.allocatable.get(resource);
+  if (q) return q.milli;
+  return REPORTED_BY_EVERY_NODE.includes(resource) ? undefined : 0n;
+}
+
+/** Resources a node lacks room for: resource → its allocatable. */
+function shortOn(node: NodeInfo, asks: ResourceList): Map<string, bigint> {
+  const short = new Map<string, bigint>();
+  for (const [r, q] of asks) {
+    const have = allocatableOf(node, r);
+    if (have !== undefined && q.milli > have) short.set(r, have);
+  }
+  return short;
+}
+
+export interface NodeFitInput {
+  subject: string;
+  spec: V1PodSpec;
+  pod: PodResources;
+  isPod: boolean;
+  daemonSet: boolean;
+}
+
+const quote = (name: string) => `node "${name}"`;
+const listNames = (names: string[], max = 5) =>
+  names.length <= max
+    ? names.join(", ")
+    : `${names.slice(0, max).join(", ")} and ${names.length - max} more`;
+
+export function checkNodeFit(
+  nodes: V1Node[],
+  input: NodeFitInput,
+): { violations: Violation[]; warnings: string[] } {
+  const warnings: string[] = [];
+  const note = (text: string) =>
+    warnings.push(`admission-guard/${CAPABILITY}: ${input.subject}: ${text}`);
+
+  // What is asked: non-zero requests of resources the scheduler checks.
+  const asks: ResourceList = new Map();
+  for (const [r, q] of input.pod.requests)
+    if (q.milli > 0n && isScheduledResource(r)) asks.set(r, q);
+  if (!asks.size) return { violations: [], warnings };
+  const all: NodeInfo[] = nodes.filter((n): n is V1Node => isRecord(n)).map(nodeInfo);
+  for (const r of [...asks.keys()]) {
+    if (REPORTED_BY_EVERY_NODE.includes(r)) continue;
+    if (all.some(n => (n.allocatable.get(r)?.milli ?? 0n) > 0n)) continue;
+    asks.delete(r);
+    note(
+      `no node offers ${r} (the pod asks ${show(input.pod.requests.get(r))}); not checked, as a cluster autoscaler may add such a node`,
+    );
+  }
+  if (!asks.size) return { violations: [], warnings };
+
+  const tolerations = [...list<V1Toleration>(input.spec.tolerations)];
+  if (input.daemonSet) {
+    tolerations.push(...DAEMONSET_TOLERATIONS);
+    if (input.spec.hostNetwork === true) tolerations.push(NETWORK_UNAVAILABLE);
+  }
+  const excluded = new Map<Exclusion, number>();
+  const candidates = all.filter(n => {
+    const why = exclusion(input.spec, n.node, tolerations);
+    if (why) excluded.set(why, (excluded.get(why) ?? 0) + 1);
+    return !why;
+  });
+  const scope = `${candidates.length} of ${all.length} nodes are candidates${
+    excluded.size
+      ? `; excluded: ${[...excluded].map(([why, n]) => `${n} by ${why === "selector" ? "nodeSelector/affinity" : why}`).join(", ")}`
+      : ""
+  }`;
+  if (!candidates.length) {
+    note(
+      `no node is a candidate for its pods (${scope}); node fit not checked, as a cluster autoscaler may add one`,
+    );
+    return { violations: [], warnings };
+  }
+
+  const violations = input.daemonSet
+    ? daemonSetFit(candidates, asks, input, scope)
+    : podFit(candidates, asks, input, scope);
+  if (!violations.length) limitWarnings(candidates, input, note);
+  return { violations, warnings };
+}
+
+/** Whether every container asking for the resource asks its limit: then both must go down. */
+function asksLimits(input: NodeFitInput, resource: string): boolean {
+  const askers = input.pod.containers.filter(c => (c.requests.get(resource)?.milli ?? 0n) > 0n);
+  return askers.length > 0 && askers.every(c => requestIsLimit(c, resource));
+}
+
+/** `memory request and limit 8Gi` / `cpu request 8`. */
+const describeAsk = (input: NodeFitInput, resource: string, q: Quantity) =>
+  `${resource} request${asksLimits(input, resource) ? " and limit" : ""} ${show(q)}`;
+
+function lowerFix(
+  input: NodeFitInput,
+  resource: string,
+  fitMilli: bigint,
+  q: Quantity,
+): string | undefined {
+  const fit = roundDown(fitMilli, resource, q.format);
+  if (!fit) return undefined;
+  const fields = asksLimits(input, resource)
+    ? `resources.requests.${resource} and resources.limits.${resource}`
+    : `resources.requests.${resource}`;
+  const who = contributions(input.pod, "requests", resource);
+  return `lower ${fields} so the pod asks at most ${show(fit)} ${resource}${who ? ` (${who})` : ""}`;
+}
+
+function podFit(
+  candidates: NodeInfo[],
+  asks: ResourceList,
+  input: NodeFitInput,
+  scope: string,
+): Violation[] {
+  const shortfalls = candidates.map(n => ({ node: n, short: shortOn(n, asks) }));
+  if (shortfalls.some(s => s.short.size === 0)) return [];
+
+  const problems: string[] = [];
+  const fixes: string[] = [];
+  for (const [r, q] of asks) {
+    // The largest candidate for this resource (nodes that do not report it are not judged on it).
+    let best: { node: NodeInfo; have: bigint } | undefined;
+    for (const n of candidates) {
+      const have = allocatableOf(n, r);
+      if (have !== undefined && (!best || have > best.have)) best = { node: n, have };
+    }
+    if (!best || q.milli <= best.have) continue;
+    problems.push(
+      `${describeAsk(input, r, q)} is more than any schedulable node can allocate: the largest candidate, ${quote(best.node.name)}, has ${formatQuantity(best.have, q.format)} allocatable ${r}`,
+    );
+    const lower = lowerFix(input, r, best.have, q);
+    if (lower) fixes.push(lower);
+  }
+  if (!problems.length) {
+    // Each resource fits somewhere, but no node has room for all of them at once.
+    const closest = [...shortfalls].sort((a, b) => a.short.size - b.short.size)[0];
+    const wants = [...asks].map(([r, q]) => `${r} ${show(q)}`).join(", ");
+    const has = [...closest.short]
+      .map(([r, have]) => `${formatQuantity(have, asks.get(r)!.format)} ${r}`)
+      .join(", ");
+    problems.push(
+      `no schedulable node has ${wants} at once; the closest, ${quote(closest.node.name)}, has only ${has} allocatable`,
+    );
+  }
+  fixes.push(
+    "add a node with more allocatable resources (or let the pod's nodeSelector/tolerations reach a larger one)",
+  );
+  return [
+    {
+      capability: CAPABILITY,
+      rule: "node-fit",
+      message: `${input.subject} fits no node and would stay Pending: ${problems.join("; ")} (${scope})`,
+      fix: fixes.join("; or "),
+    },
+  ];
+}
+
+function daemonSetFit(
+  candidates: NodeInfo[],
+  asks: ResourceList,
+  input: NodeFitInput,
+  scope: string,
+): Violation[] {
+  const failing = candidates
+    .map(n => ({ node: n, short: shortOn(n, asks) }))
+    .filter(s => s.short.size > 0);
+  if (!failing.length) return [];
+  const described = failing.map(
+    ({ node, short }) =>
+      `${quote(node.name)} (${[...short]
+        .map(
+          ([r, have]) =>
+            `${r}: asks ${show(asks.get(r))}, ${formatQuantity(have, asks.get(r)!.format)} allocatable`,
+        )
+        .join(", ")})`,
+  );
+  const fixes: string[] = [];
+  for (const [r, q] of asks) {
+    const smallest = failing
+      .filter(f => f.short.has(r))
+      .reduce<
+        bigint | undefined
+      >((m, f) => (m === undefined || f.short.get(r)! < m ? f.short.get(r)! : m), undefined);
+    if (smallest === undefined) continue;
+    const lower = lowerFix(input, r, smallest, q);
+    if (lower) fixes.push(lower);
+  }
+  fixes.push("keep the DaemonSet off those nodes with a nodeSelector or node affinity");
+  return [
+    {
+      capability: CAPABILITY,
+      rule: "node-fit",
+      message: `${input.subject}: its pod would stay Pending on ${failing.length} of ${candidates.length} eligible nodes, which cannot allocate its requests: ${listNames(described)} (${scope})`,
+      fix: fixes.join("; or "),
+    },
+  ];
+}
+
+/** Warns about limits no candidate node can allocate (the pod runs, but can never use them). */
+function limitWarnings(
+  candidates: NodeInfo[],
+  input: NodeFitInput,
+  note: (s: string) => void,
+): void {
+  for (const r of REPORTED_BY_EVERY_NODE) {
+    const limit = input.pod.limits.get(r);
+    if (!limit || limit.milli <= 0n) continue;
+    let best: { node: NodeInfo; have: bigint } | undefined;
+    for (const n of candidates) {
+      const have = allocatableOf(n, r);
+      if (have !== undefined && (!best || have > best.have)) best = { node: n, have };
+    }
+    if (best && limit.milli > best.have)
+      note(
+        `${r} limit ${show(limit)} is more than any candidate node can allocate (largest: ${quote(best.node.name)}, ${formatQuantity(best.have, limit.format)}); the pod can never use all of it`,
+      );
+  }
+}
