@@ -41,7 +41,7 @@ const REPS = QUICK ? 1 : 3;
 /** Seconds per run: saturation (CPU, req/s, c16 latency), 1 connection, fixed 200 req/s. */
 const DUR = QUICK
   ? { sat: 1, c1: 0.5, rate: 1, growth: 0.7 }
-  : { sat: 2, c1: 1, rate: 1.5, growth: 1.5 };
+  : { sat: 1.5, c1: 0.75, rate: 1, growth: 1 };
 const RUNS = join(REPO_ROOT, "bench/runs");
 const PATCH = join(REPO_ROOT, "patches/pepr+1.1.4.patch");
 const PKG = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
@@ -173,12 +173,17 @@ async function startBare(api: StandInApi): Promise<Server> {
   };
 }
 
-async function startPepr(name: string, api: StandInApi, bundle: string): Promise<Server> {
+async function startPepr(
+  name: string,
+  api: StandInApi,
+  bundle: string,
+  logLevel = "info",
+): Promise<Server> {
   const controller: Controller = await startController({
     api,
     bundle,
-    // Pepr's default level, as deployed (package.json has no pepr.logLevel).
-    env: { LOG_LEVEL: "info" },
+    // info: Pepr's default level, as deployed (package.json has no pepr.logLevel).
+    env: { LOG_LEVEL: logLevel },
   });
   const pid = pidOnPort(controller.port);
   return {
@@ -373,9 +378,15 @@ interface Sample {
 }
 
 /** One measurement: saturation at 16 connections (CPU from /proc), then optionally 1 conn and 200 req/s. */
-async function measure(server: Server, scenario: Scenario, full: boolean, seconds: number) {
+async function measure(
+  server: Server,
+  scenario: Scenario,
+  full: boolean,
+  seconds: number,
+  connections = 16,
+) {
   const cpu0 = cpuSeconds(server.pid);
-  const sat = await load(server, scenario, { connections: 16, duration: seconds });
+  const sat = await load(server, scenario, { connections, duration: seconds });
   const cpu1 = cpuSeconds(server.pid);
   const sample: Sample = {
     cpuUs: sat.responses ? ((cpu1 - cpu0) * 1e6) / sat.responses : NaN,
@@ -470,8 +481,9 @@ function addRatios(entries: Entry[]) {
   for (const e of entries) {
     const same = (config: string) =>
       entries.find(x => x.scenario === e.scenario && x.config === config)?.cpu_us_per_req ?? null;
-    // Patched configurations compare with the patched floor: what our code adds on top of Pepr.
-    const floor = same(e.config.endsWith("+patch") ? "pepr-floor+patch" : "pepr-floor");
+    // Variants (+patch, @warn) compare with the floor of the same variant: what our code adds.
+    const variant = /[+@].*$/.exec(e.config)?.[0] ?? "";
+    const floor = same(`pepr-floor${variant}`);
     const bare = same("bare");
     if (e.cpu_us_per_req !== null) {
       e.ratio_vs_pepr_floor = floor ? round(e.cpu_us_per_req / floor) : null;
@@ -536,6 +548,9 @@ async function main() {
     servers.push(await startBare(api));
     servers.push(await startPepr("pepr-floor", api, stock.floor));
     servers.push(await startPepr("ours", api, stock.ours));
+    // What the stock image can do without a patch: Pepr's per-request info lines off.
+    servers.push(await startPepr("pepr-floor@warn", api, stock.floor, "warn"));
+    servers.push(await startPepr("ours@warn", api, stock.ours, "warn"));
     if (patched) {
       servers.push(await startPepr("pepr-floor+patch", api, patched.floor));
       servers.push(await startPepr("ours+patch", api, patched.ours));
@@ -576,24 +591,27 @@ async function main() {
       const key = `${scenario}\u0000${config}`;
       samples.set(key, [...(samples.get(key) ?? []), sample]);
     };
+    // The variants (patched Pepr, LOG_LEVEL=warn) are measured on the pods: saturation only.
+    const variantScenarios = new Set([scenarios[0].name, scenarios[1].name, scenarios[2].name]);
     // Warm-up: JIT and caches (ServiceAccount ensured, access reviews cached), not recorded.
     for (const scenario of [...scenarios, ...growth])
       for (const server of servers)
-        await load(server, scenario, { connections: 4, duration: QUICK ? 0.3 : 0.5 });
+        if (!/[+@]/.test(server.name) || variantScenarios.has(scenario.name))
+          await load(server, scenario, { connections: 4, duration: QUICK ? 0.3 : 0.5 });
     log("warmed up");
 
-    const patchedScenarios = new Set([scenarios[0].name, scenarios[1].name, scenarios[2].name]);
     for (let rep = 1; rep <= REPS; rep++) {
       for (const scenario of scenarios) {
         for (const server of servers) {
-          const isPatched = server.name.endsWith("+patch");
-          if (isPatched && !patchedScenarios.has(scenario.name)) continue;
-          record(scenario.name, server.name, await measure(server, scenario, !isPatched, DUR.sat));
+          const isVariant = /[+@]/.test(server.name);
+          if (isVariant && !variantScenarios.has(scenario.name)) continue;
+          record(scenario.name, server.name, await measure(server, scenario, !isVariant, DUR.sat));
         }
       }
       for (const scenario of growth)
+        // 4 connections: a 200-container pod takes long enough that 16 would only queue.
         for (const name of ["pepr-floor", "ours"])
-          record(scenario.name, name, await measure(byName(name)!, scenario, false, DUR.growth));
+          record(scenario.name, name, await measure(byName(name)!, scenario, false, DUR.growth, 4));
       log(`repetition ${rep}/${REPS} done`);
     }
 
