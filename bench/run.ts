@@ -15,7 +15,8 @@
 //
 //   npm run bench                 full run (~6 min on 2 cores)
 //   npm run bench -- --quick      one repetition, short runs (~1.5 min)
-//   npm run bench -- --soak       also RSS after 10k and 100k requests (~2 min more)
+//   npm run bench -- --soak       also RSS after 10k and 100k requests (several minutes more)
+//   npm run bench -- --soak-only  only that
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -37,6 +38,7 @@ import { cachesSynced } from "../test/support/wait";
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has("--quick");
 const SOAK = args.has("--soak");
+const SOAK_ONLY = args.has("--soak-only");
 const REPS = QUICK ? 1 : 3;
 /** Seconds per run: saturation (CPU, req/s, c16 latency), 1 connection, fixed 200 req/s. */
 const DUR = QUICK
@@ -221,8 +223,6 @@ function memoryMb(pid: number): { rss: number; hwm: number } {
 
 // ---------------------------------------------------------------------------------------------
 // Workloads
-
-type Json = Record<string, unknown>;
 
 /** A pod with n containers, each like an ML serving container (env, ports, mounts, resources). */
 function podWithContainers(n: number, namespace = "llama-index"): KubeObject {
@@ -520,6 +520,34 @@ function table(entries: Entry[]): string {
     .join("\n");
 }
 
+/** RSS of the controller after 10k and after 100k requests (mutate seed pods, 16 connections). */
+async function soakRun(
+  api: StandInApi,
+  bundle: string,
+  scenario: Scenario,
+  log: (msg: string) => void,
+  name = "ours",
+) {
+  const server = await startPepr(name, api, bundle);
+  try {
+    const first = await load(server, scenario, { connections: 16, amount: 10_000 });
+    const at10k = memoryMb(server.pid).rss;
+    const rest = await load(server, scenario, { connections: 16, amount: 90_000 });
+    const at100k = memoryMb(server.pid).rss;
+    const soak = {
+      config: name,
+      rss_mb_after_10k: round(at10k, 0),
+      rss_mb_after_100k: round(at100k, 0),
+      growth: round((at100k - at10k) / at10k),
+      errors: first.errors + rest.errors,
+    };
+    log(`soak: ${JSON.stringify(soak)}`);
+    return soak;
+  } finally {
+    await server.stop();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
@@ -540,6 +568,21 @@ async function main() {
   const seedPods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
   const deployment = seeds.workloads.map(m => m.object).find(o => o.kind === "Deployment");
   const api = await startStandIn({ objects: clusterOf(10, seeds.cluster) });
+  if (SOAK_ONLY) {
+    // Only the soak, stock Pepr and patched: bench/runs/soak.json.
+    const scenario: Scenario = {
+      name: "mutate seed pods",
+      bodies: seedPods.map(p => ({ mutate: true, body: reviewBody(podCreateReview(p)) })),
+    };
+    try {
+      const soak = [await soakRun(api, stock.ours, scenario, log)];
+      if (patched) soak.push(await soakRun(api, patched.ours, scenario, log, "ours+patch"));
+      writeFileSync(join(RUNS, "soak.json"), JSON.stringify(soak, null, 2) + "\n");
+    } finally {
+      await api.stop();
+    }
+    return;
+  }
   const servers: Server[] = [];
   const stopAll = async () => {
     for (const s of servers.splice(0)) await s.stop().catch(() => undefined);
@@ -608,8 +651,8 @@ async function main() {
           record(scenario.name, server.name, await measure(server, scenario, !isVariant, DUR.sat));
         }
       }
+      // 4 connections: a 200-container pod takes long enough that 16 would only queue.
       for (const scenario of growth)
-        // 4 connections: a 200-container pod takes long enough that 16 would only queue.
         for (const name of ["pepr-floor", "ours"])
           record(scenario.name, name, await measure(byName(name)!, scenario, false, DUR.growth, 4));
       log(`repetition ${rep}/${REPS} done`);
@@ -643,23 +686,7 @@ async function main() {
       }
     }
 
-    let soak: Record<string, number | null> | undefined;
-    if (SOAK) {
-      const server = await startPepr("ours", api, stock.ours);
-      servers.push(server);
-      const first = await load(server, scenarios[0], { connections: 16, amount: 10_000 });
-      const at10k = memoryMb(server.pid).rss;
-      const rest = await load(server, scenarios[0], { connections: 16, amount: 90_000 });
-      const at100k = memoryMb(server.pid).rss;
-      soak = {
-        rss_mb_after_10k: round(at10k, 0),
-        rss_mb_after_100k: round(at100k, 0),
-        growth: round((at100k - at10k) / at10k),
-        errors: first.errors + rest.errors,
-      };
-      await stopAll();
-      log(`soak: ${JSON.stringify(soak)}`);
-    }
+    const soak = SOAK ? await soakRun(api, stock.ours, scenarios[0], log) : undefined;
 
     const entries = [...samples.entries()].map(([key, list]) => {
       const [scenario, config] = key.split("\u0000");
