@@ -13,8 +13,8 @@
 // primary figure; requests/s at saturation (16 connections); p50/p90/p99 at 1 and 16 connections
 // and at a fixed 200 requests/s (autocannon's histogram has a 1 ms resolution); errors; RSS.
 //
-//   npm run bench                 full run (~6 min on 2 cores)
-//   npm run bench -- --quick      one repetition, short runs (~1.5 min)
+//   npm run bench                 full run (~7 min on 2 cores, after the build)
+//   npm run bench -- --quick      one repetition, short runs (~3 min)
 //   npm run bench -- --soak       also RSS after 10k and 100k requests (several minutes more)
 //   npm run bench -- --soak-only  only that
 import { spawn, type ChildProcess } from "node:child_process";
