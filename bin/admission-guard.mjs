@@ -5,6 +5,12 @@
 import { createRequire } from "node:module";
 import { register } from "tsx/cjs/api";
 
+// `check ... | head` closes the pipe early: stop quietly, as other command-line tools do.
+process.stdout.on("error", error => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
 register();
 const { main } = createRequire(import.meta.url)("../cli/main.ts");
 process.exitCode = await main(process.argv.slice(2));

@@ -78,7 +78,7 @@ export class WatchedStore<T extends KubernetesObject> {
     });
     for (const ev of [WatchEvent.LIST_ERROR, WatchEvent.NETWORK_ERROR, WatchEvent.GIVE_UP]) {
       watcher.events.on(ev, (err: unknown) => {
-        this.lastError = err instanceof Error ? err.message : String(err);
+        this.lastError = describeError(err);
         this.log?.warn({ what: this.what, error: this.lastError }, "cluster cache: watch error");
       });
     }
@@ -91,6 +91,17 @@ export class WatchedStore<T extends KubernetesObject> {
       if (item.metadata?.namespace === namespace) out.push(item);
     return out;
   }
+}
+
+/** "fetch failed" says nothing: add the cause (ECONNREFUSED, a TLS error, a timeout). */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as Error & { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as Error & { code?: string }).code;
+    return `${err.message}: ${code ? `${code} ` : ""}${cause.message}`;
+  }
+  return err.message;
 }
 
 /** Rejects after ms with a clear message; the API call itself is left to finish or fail. */
@@ -131,7 +142,9 @@ export class LiveCluster implements ClusterView {
     for (const store of [this.namespaces, this.quotas, this.limitRangeStore, this.nodeStore]) {
       store
         .start()
-        .catch(e => this.log?.warn({ error: String(e) }, "cluster cache: watch failed to start"));
+        .catch(e =>
+          this.log?.warn({ error: describeError(e) }, "cluster cache: watch failed to start"),
+        );
     }
   }
 
@@ -223,7 +236,7 @@ export class LiveCluster implements ClusterView {
       this.knownServiceAccounts.set(key, Date.now() + 10 * ANSWER_TTL_MS);
       return { state: "created" };
     } catch (e) {
-      return { state: "failed", reason: e instanceof Error ? e.message : String(e) };
+      return { state: "failed", reason: describeError(e) };
     }
   }
 
@@ -274,7 +287,7 @@ export class LiveCluster implements ClusterView {
       });
       return { allowed };
     } catch (e) {
-      this.log?.warn({ error: String(e) }, "access review failed");
+      this.log?.warn({ error: describeError(e) }, "access review failed");
       return undefined;
     }
   }

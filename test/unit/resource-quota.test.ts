@@ -506,7 +506,7 @@ describe("node fit", () => {
     expect(formatViolation(fit!)).toBe(
       `admission-guard/resource-quota: Pod llama-index/llamaindex-trainer fits no node and would stay Pending: ` +
         `memory request and limit 8Gi is more than any schedulable node can allocate: ` +
-        `the largest candidate, node "gpu-node-1", has 4Gi allocatable memory (2 of 3 nodes are candidates; excluded: 1 by taints). ` +
+        `the largest candidate, node "gpu-node-1", has 4Gi allocatable memory (2 of 4 nodes are candidates; excluded: 2 by taints). ` +
         `Fix: lower resources.requests.memory and resources.limits.memory so the pod asks at most 4Gi memory ` +
         `(container "trainer" (spec.containers[0]) asks 8Gi, its limit too); ` +
         `or add a node with more allocatable resources (or let the pod's nodeSelector/tolerations reach a larger one)`,

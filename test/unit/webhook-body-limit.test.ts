@@ -1,10 +1,7 @@
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { request } from "node:http";
-import {
-  raiseWebhookBodyLimit,
-  WEBHOOK_BODY_LIMIT,
-} from "../../lib/webhook-body-limit";
+import { raiseWebhookBodyLimit, WEBHOOK_BODY_LIMIT } from "../../lib/webhook-body-limit";
 import { jsonBytes, withoutPeprAnnotations } from "../../capabilities/payload-size/measure";
 
 // Pepr's express, loaded the way the module loads it (Node's own require, as in the controller).
