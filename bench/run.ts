@@ -527,8 +527,9 @@ async function soakRun(
   scenario: Scenario,
   log: (msg: string) => void,
   name = "ours",
+  logLevel = "info",
 ) {
-  const server = await startPepr(name, api, bundle);
+  const server = await startPepr(name, api, bundle, logLevel);
   try {
     const first = await load(server, scenario, { connections: 16, amount: 10_000 });
     const at10k = memoryMb(server.pid).rss;
@@ -575,7 +576,10 @@ async function main() {
       bodies: seedPods.map(p => ({ mutate: true, body: reviewBody(podCreateReview(p)) })),
     };
     try {
-      const soak = [await soakRun(api, stock.ours, scenario, log)];
+      const soak = [
+        await soakRun(api, stock.ours, scenario, log),
+        await soakRun(api, stock.ours, scenario, log, "ours@warn", "warn"),
+      ];
       if (patched) soak.push(await soakRun(api, patched.ours, scenario, log, "ours+patch"));
       writeFileSync(join(RUNS, "soak.json"), JSON.stringify(soak, null, 2) + "\n");
     } finally {
