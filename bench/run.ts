@@ -5,7 +5,7 @@
 //   bare         a bare Node.js HTTPS server: reads and parses the review, answers a fixed "allowed"
 //   pepr-floor   Pepr with only hello-pepr (bench/pepr-floor.ts, acting in every namespace)
 //   ours         dist/pepr-<uuid>.js: every capability of capabilities/index.ts
-//   ... +patch   the same two bundles on a copy of Pepr with patches/pepr+1.1.4.patch applied
+//   ... +patch   the same two bundles on a copy of Pepr with bench/pepr-1.1.4.patch applied
 // Runs are interleaved (for each repetition, each scenario, each configuration) so that a busy
 // machine slows all configurations alike: trust the ratios, not the absolute figures.
 //
@@ -45,7 +45,9 @@ const DUR = QUICK
   ? { sat: 1, c1: 0.5, rate: 1, growth: 0.7 }
   : { sat: 1.5, c1: 0.75, rate: 1, growth: 1 };
 const RUNS = join(REPO_ROOT, "bench/runs");
-const PATCH = join(REPO_ROOT, "patches/pepr+1.1.4.patch");
+// Not in patches/: postinstall must not patch the Pepr the tests run (the controller image ships
+// stock Pepr); only the benchmark's own copy of Pepr gets it.
+const PATCH = join(REPO_ROOT, "bench/pepr-1.1.4.patch");
 const PKG = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
 const CLK_TCK = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
@@ -563,7 +565,7 @@ async function main() {
   const bundles = { ours: oursBundle, floor: floorBundle };
   const stock = peprVariant("stock", bundles);
   const patched = existsSync(PATCH) ? peprVariant("patched", bundles) : undefined;
-  log(`bundles ready${patched ? " (with patched Pepr)" : " (no patches/pepr+1.1.4.patch)"}`);
+  log(`bundles ready${patched ? " (with patched Pepr)" : " (no bench/pepr-1.1.4.patch)"}`);
 
   const seeds = seedWorkloads();
   const seedPods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");

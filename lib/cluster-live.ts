@@ -30,6 +30,8 @@ export const API_BUDGET_MS = 3000;
 export const ANSWER_TTL_MS = 30_000;
 /** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
 export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;
+/** ServiceAccounts of new namespaces created at most this many at a time. */
+export const BACKGROUND_CONCURRENCY = 4;
 
 export interface LiveClusterOptions {
   /**
@@ -176,6 +178,29 @@ export class LiveCluster implements ClusterView {
    * (their pods ensure it anyway). A deleted namespace's ServiceAccounts are forgotten, so a
    * namespace created again under the same name gets them again.
    */
+  // Namespaces can appear by the thousand (a GitOps sync, a test cluster): their ServiceAccounts are
+  // created a few at a time, so the API calls never crowd out the admission path.
+  private readonly backgroundQueue: (() => Promise<unknown>)[] = [];
+  private backgroundRunning = 0;
+
+  private inBackground(task: () => Promise<unknown>): void {
+    this.backgroundQueue.push(task);
+    this.drainBackground();
+  }
+
+  private drainBackground(): void {
+    while (this.backgroundRunning < BACKGROUND_CONCURRENCY && this.backgroundQueue.length) {
+      const task = this.backgroundQueue.shift()!;
+      this.backgroundRunning++;
+      void task()
+        .catch(() => undefined)
+        .finally(() => {
+          this.backgroundRunning--;
+          this.drainBackground();
+        });
+    }
+  }
+
   private onNamespaceEvent(obj: KubeObject, phase: string): void {
     const name = obj.metadata?.name;
     if (!name) return;
@@ -190,18 +215,20 @@ export class LiveCluster implements ClusterView {
     if (!(Date.now() - created < NEW_NAMESPACE_WINDOW_MS)) return;
     const serviceAccount = this.options.serviceAccountFor?.(namespaceInfoOf(obj));
     if (!serviceAccount) return;
-    void this.ensureServiceAccount(name, serviceAccount, false).then(result => {
-      if (result.state === "failed")
-        this.log?.warn(
-          { namespace: name, serviceAccount, error: result.reason },
-          "could not create the ServiceAccount of a new namespace",
-        );
-      else
-        this.log?.info(
-          { namespace: name, serviceAccount, state: result.state },
-          "ServiceAccount ensured",
-        );
-    });
+    this.inBackground(() =>
+      this.ensureServiceAccount(name, serviceAccount, false).then(result => {
+        if (result.state === "failed")
+          this.log?.warn(
+            { namespace: name, serviceAccount, error: result.reason },
+            "could not create the ServiceAccount of a new namespace",
+          );
+        else
+          this.log?.info(
+            { namespace: name, serviceAccount, state: result.state },
+            "ServiceAccount ensured",
+          );
+      }),
+    );
   }
 
   namespace(name: string): NamespaceInfo | undefined {

@@ -151,7 +151,7 @@ export function simulateWorkload(
   if (!sim) {
     sim = (async () => {
       if (!podTemplateOf(workload)) return undefined;
-      const copy = structuredClone(workload);
+      const copy = copyWithOwnTemplate(workload);
       const template = podTemplateOf(copy)!;
       const target: PodTarget = { object: copy, template, isTemplate: true };
       const { changes, errors } = await runFixes(allPolicies, target, ctx);
@@ -160,6 +160,23 @@ export function simulateWorkload(
     simulations.set(workload, sim);
   }
   return sim;
+}
+
+/**
+ * A copy of a workload that shares everything with it but the path down to its pod template, which
+ * is its own deep copy: the fixes may change the template, nothing else, and a Deployment's other
+ * fields (or an UPDATE's big status) are not worth copying on every request.
+ */
+function copyWithOwnTemplate(workload: KubeObject): KubeObject {
+  const copy: KubeObject = { ...workload, spec: { ...(workload.spec as object) } };
+  let holder = copy.spec as Record<string, unknown>;
+  if (workload.kind === "CronJob") {
+    const jobTemplate = { ...(holder.jobTemplate as object) } as Record<string, unknown>;
+    holder.jobTemplate = jobTemplate;
+    holder = jobTemplate.spec = { ...(jobTemplate.spec as object) };
+  }
+  holder.template = structuredClone(holder.template);
+  return copy;
 }
 
 /**

@@ -93,7 +93,9 @@ export function moduleCapability(
       for (const v of findings.violations)
         recordDecision(v.capability, decision.allowed ? `allowed-${mode}` : "denied", 1, v.rule);
       if (!decision.allowed) {
-        Log.info(
+        // warn, not info: the deployed module runs at LOG_LEVEL=warn (Pepr's per-request info lines
+        // pile up in memory under load), and denials are what an operator looks for.
+        Log.warn(
           {
             kind: raw.kind,
             namespace: ctx.namespaceName,
