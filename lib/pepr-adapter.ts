@@ -106,7 +106,8 @@ export function moduleCapability(
         );
         return req.Deny(decision.denials.join("; "), 403, warnings.length ? warnings : undefined);
       }
-      if (findings.violations.length === 0) recordDecision(meta.name, "allowed", 1);
+      if (findings.violations.length === 0)
+        for (const p of active) recordDecision(p.name, "allowed", 1);
       return req.Approve(warnings.length ? warnings : undefined);
     } catch (e) {
       // Pepr would turn a thrown error into "Action failed with error: {}"; say what happened instead.

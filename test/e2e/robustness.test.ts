@@ -215,7 +215,7 @@ describe("decision metrics on the controller's /metrics", () => {
     await admit(env.controller, demoPod({ run: randomUUID() }));
     await admit(env.controller, deniedDemoPod());
     const after = await decisions();
-    const fixed = series("hello-pepr", "", "fixed");
+    const fixed = series("hello-pepr", "greet", "fixed");
     const denied = series("hello-pepr", "no-deny-label", "denied");
     const allowed = series("hello-pepr", "", "allowed");
     expect(count(after, fixed)).toBe(count(before, fixed) + 2);
