@@ -5,7 +5,7 @@ import cfg from "./package.json";
 import { policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
-import { capabilityFor } from "./lib/pepr-adapter";
+import { moduleCapability } from "./lib/pepr-adapter";
 import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 
@@ -32,11 +32,9 @@ if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true")
 // instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
 if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
 
-const module = new PeprModule(
-  cfg,
-  policies.map(policy => capabilityFor(policy, { settings, cluster, policies })),
-  { deferStart: true },
-);
+const module = new PeprModule(cfg, [moduleCapability({ settings, cluster, policies })], {
+  deferStart: true,
+});
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
 if (process.env.PEPR_MODE !== "build")

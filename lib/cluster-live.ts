@@ -30,6 +30,8 @@ export const API_BUDGET_MS = 3000;
 export const ANSWER_TTL_MS = 30_000;
 /** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
 export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;
+/** ServiceAccounts of new namespaces created at most this many at a time. */
+export const BACKGROUND_CONCURRENCY = 4;
 
 export interface LiveClusterOptions {
   /**
@@ -61,11 +63,34 @@ export class WatchedStore<T extends KubernetesObject> {
     return `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
   }
 
+  // Read on every admission request, so kept ready-made: the items per namespace, and all items as
+  // one array (rebuilt lazily after a change). A request never scans or copies the whole cache.
+  private readonly byNamespace = new Map<string, Map<string, T>>();
+  private everything?: T[];
+
   /** Applies one watch event; public so tests can feed the store directly. */
   apply(obj: T, phase: string): void {
-    if (phase === "DELETED") this.items.delete(WatchedStore.key(obj));
-    else this.items.set(WatchedStore.key(obj), obj);
+    const key = WatchedStore.key(obj);
+    const ns = obj.metadata?.namespace ?? "";
+    const previous = this.items.get(key);
+    if (previous && (previous.metadata?.namespace ?? "") !== ns)
+      this.byNamespace.get(previous.metadata?.namespace ?? "")?.delete(key);
+    if (phase === "DELETED") {
+      this.items.delete(key);
+      this.byNamespace.get(ns)?.delete(key);
+    } else {
+      this.items.set(key, obj);
+      let inNs = this.byNamespace.get(ns);
+      if (!inNs) this.byNamespace.set(ns, (inNs = new Map()));
+      inNs.set(key, obj);
+    }
+    this.everything = undefined;
     for (const listener of this.listeners) listener(obj, phase);
+  }
+
+  /** Every item; the same array until the next change (callers must not modify it). */
+  all(): T[] {
+    return (this.everything ??= [...this.items.values()]);
   }
 
   async start(): Promise<void> {
@@ -86,10 +111,8 @@ export class WatchedStore<T extends KubernetesObject> {
   }
 
   inNamespace(namespace: string): T[] {
-    const out: T[] = [];
-    for (const item of this.items.values())
-      if (item.metadata?.namespace === namespace) out.push(item);
-    return out;
+    const inNs = this.byNamespace.get(namespace);
+    return inNs ? [...inNs.values()] : [];
   }
 }
 
@@ -173,6 +196,29 @@ export class LiveCluster implements ClusterView {
    * (their pods ensure it anyway). A deleted namespace's ServiceAccounts are forgotten, so a
    * namespace created again under the same name gets them again.
    */
+  // Namespaces can appear by the thousand (a GitOps sync, a test cluster): their ServiceAccounts are
+  // created a few at a time, so the API calls never crowd out the admission path.
+  private readonly backgroundQueue: (() => Promise<unknown>)[] = [];
+  private backgroundRunning = 0;
+
+  private inBackground(task: () => Promise<unknown>): void {
+    this.backgroundQueue.push(task);
+    this.drainBackground();
+  }
+
+  private drainBackground(): void {
+    while (this.backgroundRunning < BACKGROUND_CONCURRENCY && this.backgroundQueue.length) {
+      const task = this.backgroundQueue.shift()!;
+      this.backgroundRunning++;
+      void task()
+        .catch(() => undefined)
+        .finally(() => {
+          this.backgroundRunning--;
+          this.drainBackground();
+        });
+    }
+  }
+
   private onNamespaceEvent(obj: KubeObject, phase: string): void {
     const name = obj.metadata?.name;
     if (!name) return;
@@ -187,18 +233,20 @@ export class LiveCluster implements ClusterView {
     if (!(Date.now() - created < NEW_NAMESPACE_WINDOW_MS)) return;
     const serviceAccount = this.options.serviceAccountFor?.(namespaceInfoOf(obj));
     if (!serviceAccount) return;
-    void this.ensureServiceAccount(name, serviceAccount, false).then(result => {
-      if (result.state === "failed")
-        this.log?.warn(
-          { namespace: name, serviceAccount, error: result.reason },
-          "could not create the ServiceAccount of a new namespace",
-        );
-      else
-        this.log?.info(
-          { namespace: name, serviceAccount, state: result.state },
-          "ServiceAccount ensured",
-        );
-    });
+    this.inBackground(() =>
+      this.ensureServiceAccount(name, serviceAccount, false).then(result => {
+        if (result.state === "failed")
+          this.log?.warn(
+            { namespace: name, serviceAccount, error: result.reason },
+            "could not create the ServiceAccount of a new namespace",
+          );
+        else
+          this.log?.info(
+            { namespace: name, serviceAccount, state: result.state },
+            "ServiceAccount ensured",
+          );
+      }),
+    );
   }
 
   namespace(name: string): NamespaceInfo | undefined {
@@ -219,7 +267,7 @@ export class LiveCluster implements ClusterView {
   }
 
   nodes(): V1Node[] | undefined {
-    return this.nodeStore.synced ? [...this.nodeStore.items.values()] : undefined;
+    return this.nodeStore.synced ? this.nodeStore.all() : undefined;
   }
 
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {

@@ -151,7 +151,7 @@ export function simulateWorkload(
   if (!sim) {
     sim = (async () => {
       if (!podTemplateOf(workload)) return undefined;
-      const copy = structuredClone(workload);
+      const copy = copyWithOwnTemplate(workload);
       const template = podTemplateOf(copy)!;
       const target: PodTarget = { object: copy, template, isTemplate: true };
       const { changes, errors } = await runFixes(allPolicies, target, ctx);
@@ -160,6 +160,23 @@ export function simulateWorkload(
     simulations.set(workload, sim);
   }
   return sim;
+}
+
+/**
+ * A copy of a workload that shares everything with it but the path down to its pod template, which
+ * is its own deep copy: the fixes may change the template, nothing else, and a Deployment's other
+ * fields (or an UPDATE's big status) are not worth copying on every request.
+ */
+function copyWithOwnTemplate(workload: KubeObject): KubeObject {
+  const copy: KubeObject = { ...workload, spec: { ...(workload.spec as object) } };
+  let holder = copy.spec as Record<string, unknown>;
+  if (workload.kind === "CronJob") {
+    const jobTemplate = { ...(holder.jobTemplate as object) } as Record<string, unknown>;
+    holder.jobTemplate = jobTemplate;
+    holder = jobTemplate.spec = { ...(jobTemplate.spec as object) };
+  }
+  holder.template = structuredClone(holder.template);
+  return copy;
 }
 
 /**
@@ -208,6 +225,17 @@ export async function validate(
 /** A malformed object is one problem, not one per capability: the first policy that acts reports it. */
 function reportsMalformed(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
   return allPolicies.find(p => policyApplies(p, ctx)) === policy;
+}
+
+/** Every policy's validation of an object, in order, merged. */
+export async function validateAll(
+  policies: Policy[],
+  obj: KubeObject,
+  ctx: RuleContext,
+): Promise<Findings> {
+  const findings = emptyFindings();
+  for (const p of policies) mergeFindings(findings, await validate(p, obj, ctx, policies));
+  return findings;
 }
 
 function malformed(policy: Policy, obj: KubeObject, what: string): Violation {
@@ -321,12 +349,10 @@ export async function review(
       findings.changes.push(...changes);
       findings.violations.push(...errors);
     }
-    for (const p of policies) mergeFindings(findings, await validate(p, object, ctx, policies));
-  } else if (isWorkload(input)) {
-    for (const p of policies) mergeFindings(findings, await validate(p, input, ctx, policies));
-    object = (await simulateWorkload(policies, input, ctx))?.copy ?? input;
+    mergeFindings(findings, await validateAll(policies, object, ctx));
   } else {
-    for (const p of policies) mergeFindings(findings, await validate(p, input, ctx, policies));
+    mergeFindings(findings, await validateAll(policies, input, ctx));
+    if (isWorkload(input)) object = (await simulateWorkload(policies, input, ctx))?.copy ?? input;
   }
   const decision = decide(findings, mode);
   const changeLines = isPod(input)

@@ -1,4 +1,4 @@
-// Turns a pure Policy into a Pepr Capability: the webhook front door. Nothing here decides
+// Turns the pure policies into a Pepr Capability: the webhook front door. Nothing here decides
 // anything; it builds the rule context from the request and the live caches, calls the engine and
 // translates its findings into Pepr's Mutate/Validate answers.
 import { Capability, Log, a, type PeprMutateRequest, type PeprValidateRequest } from "pepr";
@@ -12,7 +12,7 @@ import {
   pendingWarnings,
   policyApplies,
   recordedFixes,
-  validate,
+  validateAll,
 } from "./engine";
 import { isPod, WORKLOAD_KINDS, type KubeObject } from "./pod";
 import type { Operation, Policy } from "./policy";
@@ -40,53 +40,63 @@ function contextOf(req: Request, deps: AdapterDeps) {
   });
 }
 
-export function capabilityFor(policy: Policy, deps: AdapterDeps): Capability {
-  const capability = new Capability({
-    name: policy.name,
-    description: policy.description,
-    namespaces: policy.namespaces ?? [],
-  });
+/**
+ * The webhook front door: ONE Pepr capability whose bindings run every policy through the engine.
+ * (One Pepr capability per policy made Pepr evaluate 9 binding filters per policy on every request —
+ * most of our overhead in the benchmark; the engine already loops over the policies.) Messages,
+ * metrics and warnings still name each policy as `admission-guard/<capability>`.
+ */
+export function moduleCapability(
+  deps: AdapterDeps,
+  meta: { name: string; description: string } = {
+    name: "admission-guard",
+    description:
+      "Fixes ML workloads to pass policy; denies early, with the fix, what it cannot fix",
+  },
+): Capability {
+  const capability = new Capability({ ...meta, namespaces: [] });
   const { When } = capability;
+  const { policies } = deps;
 
   async function mutatePod(req: PeprMutateRequest<KubernetesObject>): Promise<void> {
     const ctx = contextOf(req, deps);
-    if (!policyApplies(policy, ctx)) return;
-    const { changes, errors } = await fixPod([policy], req.Raw as KubeObject, ctx);
-    for (const e of errors) Log.error({ capability: policy.name, rule: e.rule }, e.message);
-    if (changes.length) recordDecision(policy.name, "fixed", changes.length);
-    Log.debug(
-      { capability: policy.name, changes: changes.length, uid: req.Request.uid },
-      "mutated",
-    );
+    const { changes, errors } = await fixPod(policies, req.Raw as KubeObject, ctx);
+    for (const e of errors) Log.error({ capability: e.capability, rule: e.rule }, e.message);
+    for (const c of changes) recordDecision(c.capability, "fixed", 1, c.rule);
+    Log.debug({ changes: changes.length, uid: req.Request.uid }, "mutated");
   }
 
   async function validateObject(req: PeprValidateRequest<KubernetesObject>) {
     const raw = req.Raw as KubeObject;
     const ctx = contextOf(req, deps);
-    if (!policyApplies(policy, ctx)) return req.Approve();
+    const active = policies.filter(p => policyApplies(p, ctx));
+    if (!active.length) return req.Approve();
     try {
       const { mode, warning } = modeOf(ctx);
-      const findings = await validate(policy, raw, ctx, deps.policies);
-      // The mode warning concerns the namespace, not a capability: said once, by the first policy.
-      if (warning && policy === deps.policies.find(p => policyApplies(p, ctx)))
-        findings.warnings.unshift(warning);
+      const findings = await validateAll(policies, raw, ctx);
+      if (warning) findings.warnings.unshift(warning);
       const decision = decide(findings, mode);
       const warnings = [...decision.warnings];
       if (mode !== "audit") {
         if (isPod(raw)) {
-          const rules = recordedFixes(raw).get(policy.name);
-          if (rules?.length)
-            warnings.push(`admission-guard/${policy.name}: fixed ${rules.join(", ")}`);
+          // What the mutating webhook fixed, from the trace annotation it left on the pod.
+          const fixed = recordedFixes(raw);
+          for (const p of active) {
+            const rules = fixed.get(p.name);
+            if (rules?.length)
+              warnings.push(`admission-guard/${p.name}: fixed ${rules.join(", ")}`);
+          }
         } else {
           warnings.push(...pendingWarnings(findings.changes, String(raw.kind)));
         }
       }
       for (const v of findings.violations)
-        recordDecision(policy.name, decision.allowed ? `allowed-${mode}` : "denied", 1, v.rule);
+        recordDecision(v.capability, decision.allowed ? `allowed-${mode}` : "denied", 1, v.rule);
       if (!decision.allowed) {
-        Log.info(
+        // warn, not info: the deployed module runs at LOG_LEVEL=warn (Pepr's per-request info lines
+        // pile up in memory under load), and denials are what an operator looks for.
+        Log.warn(
           {
-            capability: policy.name,
             kind: raw.kind,
             namespace: ctx.namespaceName,
             name: raw.metadata?.name,
@@ -96,25 +106,36 @@ export function capabilityFor(policy: Policy, deps: AdapterDeps): Capability {
         );
         return req.Deny(decision.denials.join("; "), 403, warnings.length ? warnings : undefined);
       }
-      if (findings.violations.length === 0) recordDecision(policy.name, "allowed", 1);
+      if (findings.violations.length === 0)
+        for (const p of active) recordDecision(p.name, "allowed", 1);
       return req.Approve(warnings.length ? warnings : undefined);
     } catch (e) {
       // Pepr would turn a thrown error into "Action failed with error: {}"; say what happened instead.
       const reason = e instanceof Error ? e.message : String(e);
-      Log.error({ capability: policy.name, error: reason }, "validation failed");
+      Log.error({ error: reason }, "validation failed");
       return req.Deny(
-        `admission-guard/${policy.name}: internal error (${reason}). Fix: report this bug; meanwhile label the namespace admission-guard.dev/mode=warn`,
+        `admission-guard: internal error (${reason}). Fix: report this bug; meanwhile label the namespace admission-guard.dev/mode=warn`,
         500,
       );
     }
   }
 
-  if (policy.fix) When(a.Pod).IsCreated().Mutate(mutatePod);
+  if (policies.some(p => p.fix)) When(a.Pod).IsCreated().Mutate(mutatePod);
   When(a.Pod).IsCreated().Validate(validateObject);
-  for (const kindName of [...WORKLOAD_KINDS, ...(policy.extraKinds ?? [])]) {
+  const extraKinds = policies.flatMap(p => p.extraKinds ?? []);
+  for (const kindName of new Set([...WORKLOAD_KINDS, ...extraKinds])) {
     const model = (a as unknown as Record<string, typeof a.Pod>)[kindName];
-    if (!model) throw new Error(`capability ${policy.name}: unknown kind ${kindName}`);
+    if (!model)
+      throw new Error(`admission-guard: unknown kind ${kindName} in a policy's extraKinds`);
     When(model).IsCreatedOrUpdated().Validate(validateObject);
   }
   return capability;
+}
+
+/** One policy alone as a Pepr capability (the benchmark's Pepr floor, or a module of one policy). */
+export function capabilityFor(policy: Policy, deps: AdapterDeps): Capability {
+  return moduleCapability(
+    { ...deps, policies: [policy] },
+    { name: policy.name, description: policy.description },
+  );
 }

@@ -2,6 +2,9 @@
 // its namespace, never created on dry run; the API client is replaced by a recording fake.
 const applied: { namespace?: string; name?: string }[] = [];
 let applyError: unknown;
+let applyDelayMs = 0;
+let inFlight = 0;
+let maxInFlight = 0;
 
 jest.mock("kubernetes-fluent-client", () => {
   const actual = jest.requireActual("kubernetes-fluent-client");
@@ -9,6 +12,10 @@ jest.mock("kubernetes-fluent-client", () => {
     ...actual,
     K8s: () => ({
       Apply: async (obj: { metadata: { namespace?: string; name?: string } }) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        if (applyDelayMs) await new Promise(r => setTimeout(r, applyDelayMs));
+        inFlight--;
         if (applyError) throw applyError;
         applied.push({ namespace: obj.metadata.namespace, name: obj.metadata.name });
         return obj;
@@ -19,7 +26,7 @@ jest.mock("kubernetes-fluent-client", () => {
 
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../capabilities/service-account/rules";
-import { describeError, LiveCluster } from "../../lib/cluster-live";
+import { BACKGROUND_CONCURRENCY, describeError, LiveCluster } from "../../lib/cluster-live";
 import { defaultSettings } from "../../lib/settings";
 
 const settings = defaultSettings();
@@ -42,6 +49,8 @@ const settle = () => new Promise(r => setImmediate(r));
 beforeEach(() => {
   applied.length = 0;
   applyError = undefined;
+  applyDelayMs = 0;
+  maxInFlight = 0;
 });
 
 describe("LiveCluster: ServiceAccounts", () => {
@@ -88,6 +97,16 @@ describe("LiveCluster: ServiceAccounts", () => {
       reason: 'serviceaccounts is forbidden: User "x" cannot patch',
     });
     expect(cluster.serviceAccount("ml", "workload")).toBeUndefined();
+  });
+
+  it("creates the ServiceAccounts of a burst of new namespaces a few at a time", async () => {
+    const cluster = live();
+    applyDelayMs = 20;
+    for (let i = 0; i < 30; i++) cluster.namespaces.apply(ns(`burst-${i}`, 1000), "ADDED");
+    await new Promise(r => setTimeout(r, 20 * 30));
+    expect(applied).toHaveLength(30);
+    expect(maxInFlight).toBeGreaterThan(1);
+    expect(maxInFlight).toBeLessThanOrEqual(BACKGROUND_CONCURRENCY);
   });
 
   it("says why, from the failed response the API client throws (not [object Object])", async () => {

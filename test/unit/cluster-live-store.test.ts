@@ -1,0 +1,64 @@
+// The watched caches the admission path reads: per-namespace lookups and the all-items array must
+// follow every watch event (add, modify, move between namespaces, delete) without rescanning.
+import { kind, type KubernetesObject } from "kubernetes-fluent-client";
+import { describeError, LiveCluster, WatchedStore } from "../../lib/cluster-live";
+
+const obj = (namespace: string, name: string, rv = "1"): KubernetesObject => ({
+  metadata: { namespace, name, resourceVersion: rv },
+});
+const names = (list: KubernetesObject[]) => list.map(o => o.metadata?.name).sort();
+
+describe("WatchedStore", () => {
+  it("answers per namespace and follows modify, delete and a changed namespace", () => {
+    const store = new WatchedStore(kind.ResourceQuota, "resourcequotas");
+    store.apply(obj("a", "q1"), "ADDED");
+    store.apply(obj("a", "q2"), "ADDED");
+    store.apply(obj("b", "q1"), "ADDED");
+    expect(names(store.inNamespace("a"))).toEqual(["q1", "q2"]);
+    expect(names(store.inNamespace("b"))).toEqual(["q1"]);
+    expect(store.inNamespace("c")).toEqual([]);
+
+    store.apply(obj("a", "q1", "2"), "MODIFIED");
+    expect(
+      store.inNamespace("a").find(o => o.metadata?.name === "q1")?.metadata?.resourceVersion,
+    ).toBe("2");
+
+    store.apply(obj("a", "q2"), "DELETED");
+    expect(names(store.inNamespace("a"))).toEqual(["q1"]);
+    expect(store.items.size).toBe(2);
+  });
+
+  it("returns the same all() array until something changes", () => {
+    const store = new WatchedStore(kind.Node, "nodes");
+    store.apply(obj("", "n1"), "ADDED");
+    const first = store.all();
+    expect(store.all()).toBe(first);
+    store.apply(obj("", "n2"), "ADDED");
+    const second = store.all();
+    expect(second).not.toBe(first);
+    expect(names(second)).toEqual(["n1", "n2"]);
+    store.apply(obj("", "n1"), "DELETED");
+    expect(names(store.all())).toEqual(["n2"]);
+  });
+
+  it("reports no data before the first list, then the cache", () => {
+    const live = new LiveCluster();
+    expect(live.nodes()).toBeUndefined();
+    expect(live.resourceQuotas("a")).toBeUndefined();
+    live.nodeStore.apply(obj("", "n1") as never, "ADDED");
+    live.nodeStore.synced = true;
+    expect(names(live.nodes()!)).toEqual(["n1"]);
+  });
+});
+
+describe("describeError", () => {
+  it("adds the cause that fetch hides", () => {
+    const cause = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), {
+      code: "ECONNREFUSED",
+    });
+    expect(describeError(new Error("fetch failed", { cause }))).toBe(
+      "fetch failed: ECONNREFUSED connect ECONNREFUSED 127.0.0.1:1",
+    );
+    expect(describeError("plain")).toBe("plain");
+  });
+});
