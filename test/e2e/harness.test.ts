@@ -3,6 +3,7 @@
 import { admit, podCreateReview } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
+import { eventually } from "../support/wait";
 import { HELLO_LABEL } from "../../hello-pepr";
 import cfg from "../../package.json";
 
@@ -29,10 +30,15 @@ const pod = {
 };
 
 describe("e2e harness", () => {
-  it("starts the controller only after its Pepr store was listed and watched", () => {
-    const paths = api.requests.map(r => `${r.method} ${r.path}`);
-    expect(paths.some(p => /^GET .*\/peprstores\?fieldSelector=metadata.name/.test(p))).toBe(true);
-    expect(paths.some(p => /^GET .*\/peprstores\?watch=true/.test(p))).toBe(true);
+  it("starts the controller only after its Pepr store was listed, and watches it", async () => {
+    const paths = () => api.requests.map(r => `${r.method} ${r.path}`);
+    expect(paths().some(p => /^GET .*\/peprstores\?fieldSelector=metadata.name/.test(p))).toBe(
+      true,
+    );
+    // The list alone makes Pepr ready; its watch request may follow a moment later.
+    await eventually(() =>
+      expect(paths().some(p => /^GET .*\/peprstores\?watch=true/.test(p))).toBe(true),
+    );
     expect(api.list("PeprStore", "pepr-system").map(s => s.metadata?.name)).toContain(
       `pepr-${cfg.pepr.uuid}-store`,
     );
