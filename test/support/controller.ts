@@ -53,17 +53,30 @@ export function bundlePath(): string {
   return join(REPO_ROOT, "dist", `pepr-${pkg.pepr.uuid}.js`);
 }
 
-/** A port that was free a moment ago (listen on 0, read it, close). */
-export function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
+// Ports for controllers come from below the kernel's ephemeral range (32768+ here): the stand-in
+// APIs listen on port 0, i.e. in that range, and a controller that took a port just released by a
+// "listen on 0" probe could collide with a stand-in started meanwhile in another jest worker — the
+// controller (which listens on every address) then answered the other controller's API calls, and
+// that controller failed with "unable to verify the first certificate".
+const PORT_RANGE = { from: 20_000, to: 32_000 };
+
+/** Whether nothing listens on the port, on any address (as Pepr listens). */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise(ok => {
     const server = createServer();
     server.unref();
-    server.on("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => ok(port));
-    });
+    server.once("error", () => ok(false));
+    server.listen(port, () => server.close(() => ok(true)));
   });
+}
+
+/** A free port for a controller, outside the range the kernel hands out for port 0. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
+    if (await portIsFree(port)) return port;
+  }
+  throw new Error(`no free port between ${PORT_RANGE.from} and ${PORT_RANGE.to}`);
 }
 
 const LOG_LIMIT = 4 * 1024 * 1024;
