@@ -11,6 +11,7 @@ import type { Operation, Policy, PodTarget, RuleContext } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "./settings";
 import {
   emptyFindings,
+  formatChange,
   formatPendingChange,
   formatViolation,
   mergeFindings,
@@ -356,7 +357,7 @@ export async function review(
   }
   const decision = decide(findings, mode);
   const changeLines = isPod(input)
-    ? findings.changes.map(c => `admission-guard/${c.capability}: fixed ${c.message}`)
+    ? findings.changes.map(formatChange)
     : pendingWarnings(findings.changes, base.kind);
   return {
     ...base,

@@ -18,6 +18,7 @@ import { isPod, WORKLOAD_KINDS, type KubeObject } from "./pod";
 import type { Operation, Policy } from "./policy";
 import type { Settings } from "./settings";
 import { recordDecision } from "./metrics";
+import { formatNote } from "./verdict";
 
 export interface AdapterDeps {
   settings: Settings;
@@ -83,8 +84,7 @@ export function moduleCapability(
           const fixed = recordedFixes(raw);
           for (const p of active) {
             const rules = fixed.get(p.name);
-            if (rules?.length)
-              warnings.push(`admission-guard/${p.name}: fixed ${rules.join(", ")}`);
+            if (rules?.length) warnings.push(formatNote(p.name, `fixed ${rules.join(", ")}`));
           }
         } else {
           warnings.push(...pendingWarnings(findings.changes, String(raw.kind)));

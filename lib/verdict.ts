@@ -45,12 +45,17 @@ export function formatViolation(v: Violation): string {
   return `admission-guard/${v.capability}: ${what}. Fix: ${v.fix}`;
 }
 
+/** A note (an admission warning that is neither a violation nor a change) in the same format. */
+export function formatNote(capability: string, text: string): string {
+  return `admission-guard/${capability}: ${text}`;
+}
+
 /** A change as a warning line: what will be or was fixed. */
 export function formatChange(c: Change): string {
-  return `admission-guard/${c.capability}: fixed ${c.message}`;
+  return formatNote(c.capability, `fixed ${c.message}`);
 }
 
 /** A workload's template change as a warning: its pods will be fixed at creation. */
 export function formatPendingChange(c: Change): string {
-  return `admission-guard/${c.capability}: its pods will get ${c.message}`;
+  return formatNote(c.capability, `its pods will get ${c.message}`);
 }

@@ -3,7 +3,13 @@
 import { containersOf, describeContainer, type ContainerRef } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
 import { envName, NS_KEYS, type Settings } from "../../lib/settings";
-import { emptyFindings, type Change, type Findings, type Violation } from "../../lib/verdict";
+import {
+  emptyFindings,
+  type Change,
+  type Findings,
+  type Violation,
+  formatNote,
+} from "../../lib/verdict";
 import {
   describePrefix,
   formatRef,
@@ -143,8 +149,8 @@ export function checkImages(target: PodTarget | undefined, ctx: RuleContext): Fi
   const active = !!clusterList || !!nsList || registries.requireDigest || registries.forbidLatest;
   if (!active) return findings;
   findings.warnings.push(
-    ...[...(clusterList?.problems ?? []), ...(nsList?.problems ?? [])].map(
-      p => `admission-guard/${CAPABILITY}: ${p}`,
+    ...[...(clusterList?.problems ?? []), ...(nsList?.problems ?? [])].map(p =>
+      formatNote(CAPABILITY, p),
     ),
   );
   const allowedText = listText(effectiveList(clusterList?.prefixes, nsList?.prefixes));

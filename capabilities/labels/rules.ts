@@ -6,7 +6,7 @@ import type { V1ObjectMeta } from "@kubernetes/client-node";
 import { describeObject, fieldPath, type KubeObject, type PodTemplateRef } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
 import { NS_KEYS } from "../../lib/settings";
-import { emptyFindings, type Change, type Findings } from "../../lib/verdict";
+import { emptyFindings, type Change, type Findings, formatNote } from "../../lib/verdict";
 
 export const CAPABILITY = "labels";
 export const APP_LABEL = "app";
@@ -96,7 +96,10 @@ export function checkLabels(object: KubeObject, target: PodTarget, ctx: RuleCont
   // The mutation never overwrites: say so when the labels disagree.
   if (app && component !== undefined && component !== app) {
     findings.warnings.push(
-      `admission-guard/${CAPABILITY}: ${pods} keep ${COMPONENT_LABEL}="${component}", which differs from app="${app}"; the component label was not changed`,
+      formatNote(
+        CAPABILITY,
+        `${pods} keep ${COMPONENT_LABEL}="${component}", which differs from app="${app}"; the component label was not changed`,
+      ),
     );
   }
 

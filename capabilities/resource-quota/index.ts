@@ -16,7 +16,7 @@ import {
   type PodTemplateRef,
 } from "../../lib/pod";
 import type { Policy, RuleContext } from "../../lib/policy";
-import { emptyFindings, type Findings } from "../../lib/verdict";
+import { emptyFindings, type Findings, formatNote } from "../../lib/verdict";
 import { checkNodeFit } from "./node-fit";
 import { CAPABILITY, checkQuotas, type QuotaDemand } from "./quota";
 import {
@@ -67,9 +67,7 @@ function unavailable(
       fix: `retry in a moment; if it persists, check that admission-guard may list and watch resourcequotas, limitranges and nodes (docs/resource-quota.md), or set resourceQuota.onUnavailable=allow`,
     });
   } else {
-    findings.warnings.push(
-      `admission-guard/${CAPABILITY}: ${what} not checked for ${subject}: ${detail}`,
-    );
+    findings.warnings.push(formatNote(CAPABILITY, `${what} not checked for ${subject}: ${detail}`));
   }
 }
 

@@ -10,6 +10,7 @@
 //   autoscaler may add such a node (GPU pools scaled to zero are common).
 // - No candidate node at all (selectors and taints exclude every node) only warns, for the same reason.
 // - Nodes without allocatable data for cpu/memory/ephemeral-storage are not judged on that resource.
+import { formatNote } from "../../lib/verdict";
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
 import type { Violation } from "../../lib/verdict";
@@ -180,8 +181,7 @@ export function checkNodeFit(
   input: NodeFitInput,
 ): { violations: Violation[]; warnings: string[] } {
   const warnings: string[] = [];
-  const note = (text: string) =>
-    warnings.push(`admission-guard/${CAPABILITY}: ${input.subject}: ${text}`);
+  const note = (text: string) => warnings.push(formatNote(CAPABILITY, `${input.subject}: ${text}`));
 
   // What is asked: non-zero requests of resources the scheduler checks.
   const asks: ResourceList = new Map();

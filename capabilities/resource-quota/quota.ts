@@ -2,6 +2,7 @@
 // admission plugin will judge each pod (pkg/quota/v1/evaluator/core/pods.go, admission/quota):
 // which quotas match the pod's scopes, which containers must set cpu/memory, and whether
 // `used + asked <= hard` for every resource the quota tracks. Pure.
+import { formatNote } from "../../lib/verdict";
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
 import { describeContainer } from "../../lib/pod";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
@@ -176,7 +177,10 @@ export function checkQuotas(
     }
     if (unknown.length)
       warnings.push(
-        `admission-guard/${CAPABILITY}: ResourceQuota ${name} has no usage recorded yet for ${unknown.join(", ")} (the quota controller has not counted it); checked against its hard limit only`,
+        formatNote(
+          CAPABILITY,
+          `ResourceQuota ${name} has no usage recorded yet for ${unknown.join(", ")} (the quota controller has not counted it); checked against its hard limit only`,
+        ),
       );
     if (shortfalls.length) violations.push(exceededViolation(demand, name, shortfalls));
   }

@@ -16,7 +16,7 @@ import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
 import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
 import { isIgnoredNamespace, NS_KEYS } from "../../lib/settings";
-import { emptyFindings, type Change, type Findings } from "../../lib/verdict";
+import { emptyFindings, type Change, type Findings, formatNote } from "../../lib/verdict";
 
 export const CAPABILITY = "service-account";
 export const DEFAULT_SERVICE_ACCOUNT = "default";
@@ -157,7 +157,10 @@ export async function checkServiceAccountExists(
   const dedicated = dedicatedFor(ctx);
   if (dedicated.invalidAnnotation !== undefined) {
     findings.warnings.push(
-      `admission-guard/${CAPABILITY}: namespace ${ctx.namespaceName} has ${NS_KEYS.serviceAccount}="${dedicated.invalidAnnotation}", which is not a valid ServiceAccount name; using "${dedicated.name}". Fix: kubectl annotate namespace ${ctx.namespaceName} ${NS_KEYS.serviceAccount}=<name> --overwrite`,
+      formatNote(
+        CAPABILITY,
+        `namespace ${ctx.namespaceName} has ${NS_KEYS.serviceAccount}="${dedicated.invalidAnnotation}", which is not a valid ServiceAccount name; using "${dedicated.name}". Fix: kubectl annotate namespace ${ctx.namespaceName} ${NS_KEYS.serviceAccount}=<name> --overwrite`,
+      ),
     );
   }
   const current = serviceAccountOf(target.template.spec);
@@ -169,7 +172,10 @@ export async function checkServiceAccountExists(
     // No side effect when a workload is applied: its first pod creates the ServiceAccount.
     if (current === dedicated.name && ctx.cluster.serviceAccount(ns, current) === null) {
       findings.warnings.push(
-        `admission-guard/${CAPABILITY}: ServiceAccount ${ns}/${current} does not exist yet; ${settings.ensure ? "it will be created with the first pod of" : "serviceAccount.ensure is off, so create it before applying"} ${what}`,
+        formatNote(
+          CAPABILITY,
+          `ServiceAccount ${ns}/${current} does not exist yet; ${settings.ensure ? "it will be created with the first pod of" : "serviceAccount.ensure is off, so create it before applying"} ${what}`,
+        ),
       );
     }
     return findings;
@@ -189,7 +195,10 @@ export async function checkServiceAccountExists(
       });
     } else {
       findings.warnings.push(
-        `admission-guard/${CAPABILITY}: ${what} stays on ServiceAccount "default": ${ns}/${pendingMove} was not available when the pod was mutated; create the pod again to use it`,
+        formatNote(
+          CAPABILITY,
+          `${what} stays on ServiceAccount "default": ${ns}/${pendingMove} was not available when the pod was mutated; create the pod again to use it`,
+        ),
       );
     }
     return findings;
@@ -199,7 +208,7 @@ export async function checkServiceAccountExists(
     const result = await ctx.cluster.ensureServiceAccount(ns, current, ctx.dryRun);
     if (result.state === "would-create") {
       findings.warnings.push(
-        `admission-guard/${CAPABILITY}: ServiceAccount ${ns}/${current} will be created for ${what}`,
+        formatNote(CAPABILITY, `ServiceAccount ${ns}/${current} will be created for ${what}`),
       );
     } else if (result.state === "failed") {
       findings.violations.push({

@@ -9,7 +9,7 @@
 import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
 import type { PodTemplateRef } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
-import { emptyFindings, type Findings } from "../../lib/verdict";
+import { emptyFindings, type Findings, formatNote } from "../../lib/verdict";
 import { CAPABILITY, serviceAccountOf } from "./rules";
 
 const isRecord = (x: unknown): x is Record<string, unknown> =>
@@ -101,7 +101,10 @@ export async function checkSecretAccess(
         ? "the cluster snapshot holds no Roles or bindings"
         : "the API server gave no answer in time";
     findings.warnings.push(
-      `admission-guard/${CAPABILITY}: not checked whether ServiceAccount ${ns}/${sa} may get secret(s) ${quoteList(unknown)} (${why})`,
+      formatNote(
+        CAPABILITY,
+        `not checked whether ServiceAccount ${ns}/${sa} may get secret(s) ${quoteList(unknown)} (${why})`,
+      ),
     );
   }
   const denied = secrets.filter(s => access?.allowed.get(s) === false);
