@@ -5,9 +5,9 @@
 // (instance type × zone × pool). Pure.
 //
 // Decisions:
-// - Grouped once per node list (the cluster hands out the same array until a node changes), and each
-//   node's signature once per node object, so a changed node costs a walk over the list, not a
-//   re-parse of it.
+// - Grouped once per node list (the cluster hands out the same array until a node changes); each
+//   node parsed and signed once per node object. A new list whose changed nodes keep their name and
+//   signature (a status update) keeps the last grouping after a walk by reference.
 // - Labels that are per node by convention are left out of the signature, else every class would be
 //   one node. Only kubernetes.io/hostname (set by the kubelet on every node, unique to it). Another
 //   per-node label only makes more classes: slower, never wrong.
@@ -135,10 +135,10 @@ let last: { nodes: V1Node[]; result: NodeClasses } | undefined;
 function sameClasses(before: V1Node[], nodes: V1Node[]): boolean {
   if (before.length !== nodes.length) return false;
   for (let i = 0; i < nodes.length; i++) {
-    const [was, is] = [before[i], nodes[i]];
-    if (was === is) continue;
-    if (!isRecord(was) || !isRecord(is)) return false;
-    const [a, b] = [nodeInfo(was), nodeInfo(is)];
+    if (before[i] === nodes[i]) continue;
+    if (!isRecord(before[i]) || !isRecord(nodes[i])) return false;
+    const a = nodeInfo(before[i]);
+    const b = nodeInfo(nodes[i]);
     if (a.signature === null || a.signature !== b.signature || a.name !== b.name) return false;
   }
   return true;
