@@ -10,17 +10,32 @@
 //   autoscaler may add such a node (GPU pools scaled to zero are common).
 // - No candidate node at all (selectors and taints exclude every node) only warns, for the same reason.
 // - Nodes without allocatable data for cpu/memory/ephemeral-storage are not judged on that resource.
+//
+// Nodes are judged per class (node-classes.ts: nodes alike for every filter and resource), so a
+// request costs the same on 10 or 10,000 nodes. Counts are the classes' member counts, and a node a
+// message names is the first in list order that the per-node judgement would name; when node
+// identity matters to the pod (spec.nodeName, matchFields, a hostname selector) every node is a
+// class of its own.
 import { formatNote } from "../../lib/verdict";
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
 import type { Violation } from "../../lib/verdict";
 import { contributions, requestIsLimit, roundDown, show } from "./explain";
-import { isExtendedResource, parseList, type PodResources, type ResourceList } from "./resources";
+import { isExtendedResource, type PodResources, type ResourceList } from "./resources";
 import { CAPABILITY } from "./quota";
+import {
+  isCordoned,
+  labelsOf,
+  list,
+  nodesToJudge,
+  schedulingTaints,
+  type NodeClass,
+  type NodeClasses,
+  type NodeInfo,
+} from "./node-classes";
 
 const isRecord = (x: unknown): x is Record<string, unknown> =>
   typeof x === "object" && x !== null && !Array.isArray(x);
-const list = <T>(x: unknown): T[] => (Array.isArray(x) ? (x as T[]).filter(isRecord) : []);
 
 /** Tolerations the DaemonSet controller adds to every daemon pod. */
 const DAEMONSET_TOLERATIONS: V1Toleration[] = [
@@ -78,7 +93,7 @@ function requirementMatches(req: Requirement, value: string | undefined): boolea
 
 /** nodeSelector and required node affinity (terms ORed, expressions within a term ANDed). */
 function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
-  const labels = isRecord(node.metadata?.labels) ? node.metadata.labels : {};
+  const labels = labelsOf(node);
   if (isRecord(spec.nodeSelector)) {
     for (const [k, v] of Object.entries(spec.nodeSelector)) if (labels[k] !== v) return false;
   }
@@ -107,43 +122,18 @@ function exclusion(
   if (typeof spec.nodeName === "string" && spec.nodeName)
     return node.metadata?.name === spec.nodeName ? undefined : "nodeName";
   if (
-    node.spec?.unschedulable === true &&
+    isCordoned(node) &&
     !tolerates(tolerations, { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" })
   )
     return "unschedulable";
   if (!selectsNode(spec, node)) return "selector";
-  for (const taint of list<V1Taint>(node.spec?.taints)) {
-    if (taint.effect !== "NoSchedule" && taint.effect !== "NoExecute") continue;
-    if (!tolerates(tolerations, taint)) return "taints";
-  }
+  if (schedulingTaints(node).some(taint => !tolerates(tolerations, taint))) return "taints";
   return undefined;
 }
 
 const REPORTED_BY_EVERY_NODE = ["cpu", "memory", "ephemeral-storage"];
 const isScheduledResource = (r: string) =>
   REPORTED_BY_EVERY_NODE.includes(r) || r.startsWith("hugepages-") || isExtendedResource(r);
-
-interface NodeInfo {
-  name: string;
-  allocatable: ResourceList;
-  node: V1Node;
-}
-
-// Parsed once per node object: the cache (and a snapshot) hands out the same object until the node
-// changes, and a large cluster would otherwise re-parse thousands of quantities per request.
-const parsedNodes = new WeakMap<V1Node, NodeInfo>();
-function nodeInfo(node: V1Node): NodeInfo {
-  let info = parsedNodes.get(node);
-  if (!info) {
-    info = {
-      name: node.metadata?.name ?? "(unnamed)",
-      allocatable: parseList(node.status?.allocatable),
-      node,
-    };
-    parsedNodes.set(node, info);
-  }
-  return info;
-}
 
 /** The node's allocatable for a resource; undefined when the node does not say (cpu/memory/ephemeral-storage only). */
 function allocatableOf(node: NodeInfo, resource: string): bigint | undefined {
@@ -162,6 +152,19 @@ function shortOn(node: NodeInfo, asks: ResourceList): Map<string, bigint> {
   return short;
 }
 
+/**
+ * The candidate with the most allocatable of a resource; ties go to the first (in list order, as
+ * classes are). Nodes that do not report the resource are not judged on it.
+ */
+function largest(candidates: NodeClass[], resource: string) {
+  let best: { cls: NodeClass; have: bigint } | undefined;
+  for (const c of candidates) {
+    const have = allocatableOf(c.node, resource);
+    if (have !== undefined && (!best || have > best.have)) best = { cls: c, have };
+  }
+  return best;
+}
+
 export interface NodeFitInput {
   subject: string;
   spec: V1PodSpec;
@@ -171,14 +174,21 @@ export interface NodeFitInput {
 }
 
 const quote = (name: string) => `node "${name}"`;
-const listNames = (names: string[], max = 5) =>
-  names.length <= max
-    ? names.join(", ")
-    : `${names.slice(0, max).join(", ")} and ${names.length - max} more`;
+const SHOWN = 5;
+/** The first names of `total` (the rest counted): `a, b, c, d, e and 7 more`. */
+const listNames = (first: string[], total: number) =>
+  total <= SHOWN
+    ? first.join(", ")
+    : `${first.slice(0, SHOWN).join(", ")} and ${total - SHOWN} more`;
+const countOf = (classes: NodeClass[]) => classes.reduce((sum, c) => sum + c.names.length, 0);
+/** The name the messages give a class: its first node in list order. */
+const nameOf = (c: NodeClass) => c.node.name;
 
+/** `judgeBy` picks the classes; tests pass singleNodeClasses to compare with the per-node verdict. */
 export function checkNodeFit(
   nodes: V1Node[],
   input: NodeFitInput,
+  judgeBy: (nodes: V1Node[], spec: V1PodSpec) => NodeClasses = nodesToJudge,
 ): { violations: Violation[]; warnings: string[] } {
   const warnings: string[] = [];
   const note = (text: string) => warnings.push(formatNote(CAPABILITY, `${input.subject}: ${text}`));
@@ -188,10 +198,10 @@ export function checkNodeFit(
   for (const [r, q] of input.pod.requests)
     if (q.milli > 0n && isScheduledResource(r)) asks.set(r, q);
   if (!asks.size) return { violations: [], warnings };
-  const all: NodeInfo[] = nodes.filter((n): n is V1Node => isRecord(n)).map(nodeInfo);
+  const { classes, total } = judgeBy(nodes, input.spec);
   for (const r of [...asks.keys()]) {
     if (REPORTED_BY_EVERY_NODE.includes(r)) continue;
-    if (all.some(n => (n.allocatable.get(r)?.milli ?? 0n) > 0n)) continue;
+    if (classes.some(c => (c.node.allocatable.get(r)?.milli ?? 0n) > 0n)) continue;
     asks.delete(r);
     note(
       `no node offers ${r} (the pod asks ${show(input.pod.requests.get(r))}); not checked, as a cluster autoscaler may add such a node`,
@@ -205,12 +215,13 @@ export function checkNodeFit(
     if (input.spec.hostNetwork === true) tolerations.push(NETWORK_UNAVAILABLE);
   }
   const excluded = new Map<Exclusion, number>();
-  const candidates = all.filter(n => {
-    const why = exclusion(input.spec, n.node, tolerations);
-    if (why) excluded.set(why, (excluded.get(why) ?? 0) + 1);
+  // Classes come in list order of their first nodes, so reasons are listed as the per-node pass met them.
+  const candidates = classes.filter(c => {
+    const why = exclusion(input.spec, c.node.node, tolerations);
+    if (why) excluded.set(why, (excluded.get(why) ?? 0) + c.names.length);
     return !why;
   });
-  const scope = `${candidates.length} of ${all.length} nodes are candidates${
+  const scope = `${countOf(candidates)} of ${total} nodes are candidates${
     excluded.size
       ? `; excluded: ${[...excluded].map(([why, n]) => `${n} by ${why === "selector" ? "nodeSelector/affinity" : why}`).join(", ")}`
       : ""
@@ -255,39 +266,35 @@ function lowerFix(
 }
 
 function podFit(
-  candidates: NodeInfo[],
+  candidates: NodeClass[],
   asks: ResourceList,
   input: NodeFitInput,
   scope: string,
 ): Violation[] {
-  const shortfalls = candidates.map(n => ({ node: n, short: shortOn(n, asks) }));
+  const shortfalls = candidates.map(c => ({ cls: c, short: shortOn(c.node, asks) }));
   if (shortfalls.some(s => s.short.size === 0)) return [];
 
   const problems: string[] = [];
   const fixes: string[] = [];
   for (const [r, q] of asks) {
-    // The largest candidate for this resource (nodes that do not report it are not judged on it).
-    let best: { node: NodeInfo; have: bigint } | undefined;
-    for (const n of candidates) {
-      const have = allocatableOf(n, r);
-      if (have !== undefined && (!best || have > best.have)) best = { node: n, have };
-    }
+    const best = largest(candidates, r);
     if (!best || q.milli <= best.have) continue;
     problems.push(
-      `${describeAsk(input, r, q)} is more than any schedulable node can allocate: the largest candidate, ${quote(best.node.name)}, has ${formatQuantity(best.have, q.format)} allocatable ${r}`,
+      `${describeAsk(input, r, q)} is more than any schedulable node can allocate: the largest candidate, ${quote(nameOf(best.cls))}, has ${formatQuantity(best.have, q.format)} allocatable ${r}`,
     );
     const lower = lowerFix(input, r, best.have, q);
     if (lower) fixes.push(lower);
   }
   if (!problems.length) {
-    // Each resource fits somewhere, but no node has room for all of them at once.
+    // Each resource fits somewhere, but no node has room for all of them at once. The sort is
+    // stable: the first class (so the first node) among the fewest shortfalls.
     const closest = [...shortfalls].sort((a, b) => a.short.size - b.short.size)[0];
     const wants = [...asks].map(([r, q]) => `${r} ${show(q)}`).join(", ");
     const has = [...closest.short]
       .map(([r, have]) => `${formatQuantity(have, asks.get(r)!.format)} ${r}`)
       .join(", ");
     problems.push(
-      `no schedulable node has ${wants} at once; the closest, ${quote(closest.node.name)}, has only ${has} allocatable`,
+      `no schedulable node has ${wants} at once; the closest, ${quote(nameOf(closest.cls))}, has only ${has} allocatable`,
     );
   }
   fixes.push(
@@ -304,18 +311,26 @@ function podFit(
 }
 
 function daemonSetFit(
-  candidates: NodeInfo[],
+  candidates: NodeClass[],
   asks: ResourceList,
   input: NodeFitInput,
   scope: string,
 ): Violation[] {
   const failing = candidates
-    .map(n => ({ node: n, short: shortOn(n, asks) }))
+    .map(c => ({ cls: c, short: shortOn(c.node, asks) }))
     .filter(s => s.short.size > 0);
   if (!failing.length) return [];
-  const described = failing.map(
-    ({ node, short }) =>
-      `${quote(node.name)} (${[...short]
+  const failingCount = countOf(failing.map(f => f.cls));
+  // The first nodes in list order: each failing class's first few, merged by position.
+  const shown = failing
+    .flatMap(({ cls, short }) =>
+      cls.positions.slice(0, SHOWN).map((position, i) => ({ position, name: cls.names[i], short })),
+    )
+    .sort((a, b) => a.position - b.position)
+    .slice(0, SHOWN);
+  const described = shown.map(
+    ({ name, short }) =>
+      `${quote(name)} (${[...short]
         .map(
           ([r, have]) =>
             `${r}: asks ${show(asks.get(r))}, ${formatQuantity(have, asks.get(r)!.format)} allocatable`,
@@ -338,7 +353,7 @@ function daemonSetFit(
     {
       capability: CAPABILITY,
       rule: "node-fit",
-      message: `${input.subject}: its pod would stay Pending on ${failing.length} of ${candidates.length} eligible nodes, which cannot allocate its requests: ${listNames(described)} (${scope})`,
+      message: `${input.subject}: its pod would stay Pending on ${failingCount} of ${countOf(candidates)} eligible nodes, which cannot allocate its requests: ${listNames(described, failingCount)} (${scope})`,
       fix: fixes.join("; or "),
     },
   ];
@@ -346,21 +361,17 @@ function daemonSetFit(
 
 /** Warns about limits no candidate node can allocate (the pod runs, but can never use them). */
 function limitWarnings(
-  candidates: NodeInfo[],
+  candidates: NodeClass[],
   input: NodeFitInput,
   note: (s: string) => void,
 ): void {
   for (const r of REPORTED_BY_EVERY_NODE) {
     const limit = input.pod.limits.get(r);
     if (!limit || limit.milli <= 0n) continue;
-    let best: { node: NodeInfo; have: bigint } | undefined;
-    for (const n of candidates) {
-      const have = allocatableOf(n, r);
-      if (have !== undefined && (!best || have > best.have)) best = { node: n, have };
-    }
+    const best = largest(candidates, r);
     if (best && limit.milli > best.have)
       note(
-        `${r} limit ${show(limit)} is more than any candidate node can allocate (largest: ${quote(best.node.name)}, ${formatQuantity(best.have, limit.format)}); the pod can never use all of it`,
+        `${r} limit ${show(limit)} is more than any candidate node can allocate (largest: ${quote(nameOf(best.cls))}, ${formatQuantity(best.have, limit.format)}); the pod can never use all of it`,
       );
   }
 }

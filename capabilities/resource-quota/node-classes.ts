@@ -1,0 +1,186 @@
+// Node classes: the nodes of a list grouped by what the scheduler's filters read of a node — its
+// labels, its NoSchedule/NoExecute taints, whether it is cordoned, and its allocatable. Every node of
+// a class gets the same verdict for any pod, so node fit judges a pod once per class, not once per
+// node: flat in cluster size, as a large cluster has thousands of nodes but a handful of classes
+// (instance type × zone × pool). Pure.
+//
+// Decisions:
+// - Grouped once per node list (the cluster hands out the same array until a node changes); each
+//   node parsed and signed once per node object. A new list whose changed nodes keep their name and
+//   signature (a status update) keeps the last grouping after a walk by reference.
+// - Labels that are per node by convention are left out of the signature, else every class would be
+//   one node. Only kubernetes.io/hostname (set by the kubelet on every node, unique to it). Another
+//   per-node label only makes more classes: slower, never wrong.
+// - When node identity matters to a pod (spec.nodeName, matchFields on metadata.name, or a selector
+//   on a label left out), nodes are judged one by one: classes of one node each, the same judging code.
+// - A node whose labels or taints are not plain strings (malformed input) is a class of its own.
+import type { V1Node, V1PodSpec, V1Taint } from "@kubernetes/client-node";
+import { parseList, type ResourceList } from "./resources";
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  typeof x === "object" && x !== null && !Array.isArray(x);
+export const list = <T>(x: unknown): T[] => (Array.isArray(x) ? (x as T[]).filter(isRecord) : []);
+
+/** Labels unique to each node by convention: left out of the signature. */
+export const PER_NODE_LABELS: ReadonlySet<string> = new Set(["kubernetes.io/hostname"]);
+
+export interface NodeInfo {
+  name: string;
+  allocatable: ResourceList;
+  node: V1Node;
+  /** What the scheduler's filters read of the node; null when it must be a class of its own. */
+  signature: string | null;
+}
+
+export interface NodeClass {
+  /** The first member: the node the label/taint tests and the messages use. */
+  node: NodeInfo;
+  /** Every member's name, in list order. */
+  names: string[];
+  /** Every member's place in the list (entries that are objects, counted from 0), in list order. */
+  positions: number[];
+}
+
+export interface NodeClasses {
+  /** In the order of their first members. */
+  classes: NodeClass[];
+  /** How many nodes the list holds (its entries that are objects). */
+  total: number;
+}
+
+// Shared with node-fit.ts's filters, so that the signature reads a node exactly as they do.
+export const labelsOf = (node: V1Node): Record<string, string> =>
+  isRecord(node.metadata?.labels) ? node.metadata.labels : {};
+
+/** The taints the scheduler filters on (NoSchedule, NoExecute). */
+export const schedulingTaints = (node: V1Node): V1Taint[] =>
+  list<V1Taint>(node.spec?.taints).filter(
+    t => t.effect === "NoSchedule" || t.effect === "NoExecute",
+  );
+
+export const isCordoned = (node: V1Node): boolean => node.spec?.unschedulable === true;
+
+// Parsed once per node object: the cache (and a snapshot) hands out the same object until the node
+// changes, and a large cluster would otherwise re-parse thousands of quantities per request.
+const parsedNodes = new WeakMap<V1Node, NodeInfo>();
+export function nodeInfo(node: V1Node): NodeInfo {
+  let info = parsedNodes.get(node);
+  if (!info) {
+    const allocatable = parseList(node.status?.allocatable);
+    info = {
+      name: node.metadata?.name ?? "(unnamed)",
+      allocatable,
+      node,
+      signature: signatureOf(node, allocatable),
+    };
+    parsedNodes.set(node, info);
+  }
+  return info;
+}
+
+const isOptionalString = (x: unknown): x is string | undefined =>
+  x === undefined || typeof x === "string";
+
+function signatureOf(node: V1Node, allocatable: ResourceList): string | null {
+  const labels: string[][] = [];
+  for (const [key, value] of Object.entries(labelsOf(node))) {
+    if (typeof value !== "string") return null;
+    if (!PER_NODE_LABELS.has(key)) labels.push([key, value]);
+  }
+  const taints: (string | null)[][] = [];
+  for (const t of schedulingTaints(node)) {
+    if (!isOptionalString(t.key) || !isOptionalString(t.value)) return null;
+    taints.push([t.key ?? null, t.value ?? null, t.effect]);
+  }
+  const byName = (a: string[], b: string[]) => (a[0] < b[0] ? -1 : 1); // keys are unique
+  return JSON.stringify([
+    isCordoned(node),
+    labels.sort(byName),
+    taints.map(t => JSON.stringify(t)).sort(),
+    [...allocatable].map(([r, q]) => [r, q.milli.toString()]).sort(byName),
+  ]);
+}
+
+/** Every node a class of its own, or (bySignature) nodes of one signature a class together. */
+function group(nodes: V1Node[], bySignature: boolean): NodeClasses {
+  const classes: NodeClass[] = [];
+  const withSignature = new Map<string, NodeClass>();
+  let total = 0;
+  for (const n of Array.isArray(nodes) ? nodes : []) {
+    if (!isRecord(n)) continue;
+    const info = nodeInfo(n);
+    const position = total++;
+    const known = bySignature && info.signature !== null && withSignature.get(info.signature);
+    if (known) {
+      known.names.push(info.name);
+      known.positions.push(position);
+      continue;
+    }
+    const created = { node: info, names: [info.name], positions: [position] };
+    classes.push(created);
+    if (bySignature && info.signature !== null) withSignature.set(info.signature, created);
+  }
+  return { classes, total };
+}
+
+// Keyed by the array: recomputed only when the cluster hands out a new list (callers must not
+// modify a list they have passed, as with the cluster's own lists).
+const grouped = new WeakMap<V1Node[], NodeClasses>();
+const oneByOne = new WeakMap<V1Node[], NodeClasses>();
+
+// The list grouped last. Most new lists replace a node by an update of it with the same name and
+// signature (kubelets report status at least every 5 minutes: ~33 new lists a second at 10,000
+// nodes); its classes still hold, and a walk by reference costs far less than regrouping.
+let last: { nodes: V1Node[]; result: NodeClasses } | undefined;
+function sameClasses(before: V1Node[], nodes: V1Node[]): boolean {
+  if (before.length !== nodes.length) return false;
+  for (let i = 0; i < nodes.length; i++) {
+    if (before[i] === nodes[i]) continue;
+    if (!isRecord(before[i]) || !isRecord(nodes[i])) return false;
+    const a = nodeInfo(before[i]);
+    const b = nodeInfo(nodes[i]);
+    if (a.signature === null || a.signature !== b.signature || a.name !== b.name) return false;
+  }
+  return true;
+}
+
+/** Nodes grouped by signature (a repeated entry is a member each time). */
+export function nodeClasses(nodes: V1Node[]): NodeClasses {
+  let result = grouped.get(nodes);
+  if (!result) {
+    result = last && sameClasses(last.nodes, nodes) ? last.result : group(nodes, true);
+    grouped.set(nodes, result);
+    last = { nodes, result };
+  }
+  return result;
+}
+
+/** Every node a class of its own: for pods to which node identity matters. */
+export function singleNodeClasses(nodes: V1Node[]): NodeClasses {
+  let result = oneByOne.get(nodes);
+  if (!result) oneByOne.set(nodes, (result = group(nodes, false)));
+  return result;
+}
+
+/** Whether the pod tells nodes apart by what the signature leaves out: name or per-node labels. */
+export function nodeIdentityMatters(spec: V1PodSpec): boolean {
+  if (typeof spec.nodeName === "string" && spec.nodeName) return true;
+  if (
+    isRecord(spec.nodeSelector) &&
+    Object.keys(spec.nodeSelector).some(k => PER_NODE_LABELS.has(k))
+  )
+    return true;
+  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (!isRecord(required)) return false;
+  return list<Record<string, unknown>>(required.nodeSelectorTerms).some(
+    term =>
+      list(term.matchFields).length > 0 ||
+      list<{ key?: unknown }>(term.matchExpressions).some(
+        e => !!e.key && (typeof e.key !== "string" || PER_NODE_LABELS.has(e.key)),
+      ),
+  );
+}
+
+/** The nodes to judge a pod on: classes, or single nodes when node identity matters to it. */
+export const nodesToJudge = (nodes: V1Node[], spec: V1PodSpec): NodeClasses =>
+  nodeIdentityMatters(spec) ? singleNodeClasses(nodes) : nodeClasses(nodes);
