@@ -94,8 +94,10 @@ function requirementMatches(req: Requirement, value: string | undefined): boolea
 /** nodeSelector and required node affinity (terms ORed, expressions within a term ANDed). */
 function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
   const labels = labelsOf(node);
+  // Own keys only: a selector on "constructor" must not find Object.prototype's.
+  const label = (key: string) => (Object.hasOwn(labels, key) ? labels[key] : undefined);
   if (isRecord(spec.nodeSelector)) {
-    for (const [k, v] of Object.entries(spec.nodeSelector)) if (labels[k] !== v) return false;
+    for (const [k, v] of Object.entries(spec.nodeSelector)) if (label(k) !== v) return false;
   }
   const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
   if (!isRecord(required)) return true;
@@ -105,8 +107,9 @@ function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
     const fields = list<Requirement>(term.matchFields);
     if (!expressions.length && !fields.length) return false; // an empty term matches nothing
     return (
-      expressions.every(e => requirementMatches(e, e.key ? labels[e.key] : undefined)) &&
-      fields.every(f => requirementMatches(f, f.key === "metadata.name" ? name : undefined))
+      expressions.every(e =>
+        requirementMatches(e, typeof e.key === "string" ? label(e.key) : undefined),
+      ) && fields.every(f => requirementMatches(f, f.key === "metadata.name" ? name : undefined))
     );
   });
 }

@@ -599,6 +599,29 @@ describe("node fit", () => {
     ).toBe(false);
   });
 
+  it("reads only a node's own labels: a selector on a key such as constructor selects no node without it", async () => {
+    const nodes = [
+      node("big", { cpu: "64", memory: "512Gi" }),
+      node("small", { cpu: "4", memory: "4Gi" }),
+    ];
+    const p = (spec: Record<string, unknown>) => pod({ requests: { memory: "64Gi" } }, spec);
+    const exists = {
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [{ key: "constructor", operator: "Exists" }] }],
+          },
+        },
+      },
+    };
+    // No node carries the label: no candidate at all, so a warning, not a verdict on "big".
+    const byAffinity = await run(p(exists), nodes);
+    expect(byAffinity.allowed).toBe(true);
+    expect(byAffinity.warnings.join("\n")).toContain("no node is a candidate");
+    const bySelector = await run(p({ nodeSelector: { toString: "x" } }), nodes);
+    expect(bySelector.warnings.join("\n")).toContain("no node is a candidate");
+  });
+
   it("respects NoSchedule and NoExecute taints against tolerations; PreferNoSchedule does not exclude", async () => {
     const taint = (effect: string) =>
       node(
