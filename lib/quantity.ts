@@ -74,6 +74,22 @@ const ceilDiv = (n: bigint, d: bigint): bigint => (n + d - 1n) / d; // n >= 0, d
  * Kubernetes' JSON decoding does) or a finite number (YAML `cpu: 2`). Throws QuantityError.
  */
 export function parseQuantity(input: unknown): Quantity {
+  if (typeof input !== "string") return parseUncached(input);
+  let q = parsed.get(input);
+  if (!q) {
+    q = Object.freeze(parseUncached(input));
+    if (parsed.size >= PARSED_MAX) parsed.clear();
+    parsed.set(input, q);
+  }
+  return q;
+}
+
+// The same few texts ("500m", "8Gi") come in every request and every quota: each distinct text is
+// parsed once. Bounded, so that unique texts cannot grow it; Quantity is immutable (frozen).
+const parsed = new Map<string, Quantity>();
+const PARSED_MAX = 4096;
+
+function parseUncached(input: unknown): Quantity {
   let text: string;
   if (typeof input === "string") text = input.trim();
   else if (typeof input === "number" && Number.isFinite(input)) text = String(input);
