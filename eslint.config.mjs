@@ -28,7 +28,7 @@ export default [
       parser: tsParser,
       parserOptions: {
         projectService: {
-          allowDefaultProject: ["eslint.config.mjs", "bin/*.mjs", "scripts/*.mjs"],
+          allowDefaultProject: ["eslint.config.mjs", "bin/*.mjs", "scripts/*.mjs", "bench/*.mjs"],
         },
         tsconfigRootDir: __dirname,
         sourceType: "module",

@@ -1,0 +1,169 @@
+// Where the controller's CPU goes on one scenario: `npm run profile -- validate` (or `mutate`).
+// Runs the built controller (dist/) against the stand-in API with the seeds' cluster, drives it with
+// the seeds' pods for 10 s at 8 connections, profiles exactly that load with V8's sampling profiler
+// and prints µs per request: by package, and for our own code by source file and function
+// (inclusive), mapped back to the TypeScript through the bundle's source map. The profile itself is
+// written to bench/runs/<mode>.cpuprofile (open it in Chrome DevTools for the flame chart).
+//
+// Profiled figures are inflated by the profiler and the shared machine; compare them with each other,
+// and measure costs with `npm run bench`.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync } from "node:fs";
+import { SourceMap } from "node:module";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import type { KubeObject } from "../lib/pod";
+import { applyPatch, podCreateReview } from "../test/support/admission";
+import { bundlePath, REPO_ROOT, startController } from "../test/support/controller";
+import { seedWorkloads } from "../test/support/manifests";
+import { startStandIn } from "../test/support/stand-in-api";
+import { cachesSynced } from "../test/support/wait";
+
+const MODE = process.argv[2] === "mutate" ? "mutate" : "validate";
+const SECONDS = 10;
+const OUT = join(REPO_ROOT, "bench/runs", `${MODE}.cpuprofile`);
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function drive(url: string, path: string, bodies: string[], duration: number) {
+  return new Promise<autocannon.Result>((ok, fail) =>
+    autocannon(
+      {
+        url,
+        duration,
+        connections: 8,
+        requests: bodies.map(body => ({
+          method: "POST" as const,
+          path,
+          headers: { "content-type": "application/json" },
+          body,
+        })),
+      },
+      (err: Error | null, r: autocannon.Result) => (err ? fail(err) : ok(r)),
+    ),
+  );
+}
+
+/** Where a profiled function comes from: a package, node itself, or our source file and line. */
+function placeOf(map: SourceMap, bundle: string, frame: ProfileNode["callFrame"]) {
+  if (frame.url.endsWith(bundle)) {
+    const e = map.findEntry(frame.lineNumber, frame.columnNumber) as {
+      originalSource?: string;
+      originalLine?: number;
+      name?: string;
+    };
+    const file = (e.originalSource ?? "?").replace(/^.*?(?=(lib|capabilities|cli)\/)/, "");
+    return {
+      group: file,
+      fn: `${e.name || frame.functionName} ${file}:${(e.originalLine ?? 0) + 1}`,
+    };
+  }
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(frame.url)?.[1];
+  const group = pkg ?? (frame.url ? "node" : frame.functionName || "(native)");
+  return { group, fn: `${frame.functionName || "(anonymous)"} ${group}` };
+}
+
+function summarize(profile: Profile, bundle: string, requests: number) {
+  const map = new SourceMap(JSON.parse(readFileSync(`${bundle}.map`, "utf8")));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) =>
+    self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)),
+  );
+  const byId = new Map(profile.nodes.map(n => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const places = new Map(profile.nodes.map(n => [n.id, placeOf(map, bundle, n.callFrame)]));
+
+  const byGroup = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  const add = (m: Map<string, number>, k: string, us: number) => m.set(k, (m.get(k) ?? 0) + us);
+  for (const n of profile.nodes) {
+    const us = self.get(n.id) ?? 0;
+    if (!us) continue;
+    add(byGroup, places.get(n.id)!.group, us);
+    // Inclusive time of our functions: each counted once per sample however deep it recurses.
+    const seen = new Set<string>();
+    for (let id: number | undefined = n.id; id !== undefined; id = parent.get(id)) {
+      if (!byId.get(id)!.callFrame.url.endsWith(bundle)) continue;
+      const fn = places.get(id)!.fn;
+      if (seen.has(fn)) continue;
+      seen.add(fn);
+      add(inclusive, fn, us);
+    }
+  }
+  const busy = [...byGroup].filter(([g]) => g !== "(idle)").reduce((s, [, us]) => s + us, 0);
+  const table = (title: string, m: Map<string, number>, n: number) => {
+    console.log(`\n${title}`);
+    for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, n))
+      console.log(`${(us / requests).toFixed(1).padStart(8)} µs  ${k}`);
+  };
+  console.log(`${requests} requests; busy CPU ${(busy / requests).toFixed(0)} µs per request`);
+  table("by package (self time), µs per request", byGroup, 20);
+  table("our code, by function (inclusive), µs per request", inclusive, 30);
+}
+
+async function main() {
+  const seeds = seedWorkloads();
+  const pods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
+  const api = await startStandIn({ objects: seeds.cluster });
+  try {
+    // Validate bodies hold the pods as our own mutation left them (as the API server stores them).
+    const bodies: string[] = [];
+    const mutator = await startController({ api, env: { LOG_LEVEL: "warn" } });
+    try {
+      for (const pod of pods) {
+        const review = podCreateReview(pod);
+        if (MODE === "validate") {
+          const answer = await mutator.mutate(review);
+          const object = applyPatch(review.request!.object as KubeObject, answer.response!);
+          review.request = { ...review.request!, object };
+        }
+        bodies.push(JSON.stringify(review));
+      }
+    } finally {
+      await mutator.stop();
+    }
+
+    mkdirSync(join(REPO_ROOT, "bench/runs"), { recursive: true });
+    const controller = await startController({
+      api,
+      env: {
+        LOG_LEVEL: "warn",
+        NODE_OPTIONS: `--import ${join(REPO_ROOT, "bench/profile-preload.mjs")}`,
+        PROFILE_OUT: OUT,
+      },
+    });
+    try {
+      await cachesSynced(api);
+      const ss = execFileSync("ss", ["-Hltnp", `sport = :${controller.port}`]).toString();
+      const pid = Number(/pid=(\d+)/.exec(ss)?.[1]);
+      const path = `/${MODE}/${controller.apiPath}`;
+      await drive(controller.url, path, bodies, 3); // warm-up: JIT, caches
+      process.kill(pid, "SIGUSR2");
+      const result = await drive(controller.url, path, bodies, SECONDS);
+      process.kill(pid, "SIGUSR1");
+      await new Promise(resolve => setTimeout(resolve, 1500));
+      console.log(`${MODE}: ${result["2xx"]} answers, ${result.non2xx + result.errors} errors`);
+      summarize(JSON.parse(readFileSync(OUT, "utf8")), bundlePath(), result["2xx"]);
+      console.log(`\nprofile: ${OUT}`);
+    } finally {
+      await controller.stop();
+    }
+  } finally {
+    await api.stop();
+  }
+}
+
+main().catch(e => {
+  console.error(e);
+  process.exit(1);
+});
