@@ -11,8 +11,11 @@
 // - Labels that are per node by convention are left out of the signature, else every class would be
 //   one node. Only kubernetes.io/hostname (set by the kubelet on every node, unique to it). Another
 //   per-node label only makes more classes: slower, never wrong.
-// - When node identity matters to a pod (spec.nodeName, matchFields on metadata.name, or a selector
-//   on a label left out), nodes are judged one by one: classes of one node each, the same judging code.
+// - A pod that names its nodes (spec.nodeName, or metadata.name In [...] in every required term: each
+//   DaemonSet pod) is judged on those nodes only, looked up by name; the others are counted by
+//   whether they are cordoned, all that tells their exclusion apart (node-fit.ts). O(named nodes).
+// - When node identity matters to a pod otherwise (other matchFields, or a selector on a label left
+//   out), nodes are judged one by one: classes of one node each, the same judging code.
 // - A node whose labels or taints are not plain strings (malformed input) is a class of its own.
 import type { V1Node, V1PodSpec, V1Taint } from "@kubernetes/client-node";
 import { parseList, type ResourceList } from "./resources";
@@ -46,6 +49,16 @@ export interface NodeClasses {
   classes: NodeClass[];
   /** How many nodes the list holds (its entries that are objects). */
   total: number;
+  /** Set when `classes` hold only the nodes a pod names (namedNodes): the rest, not judged. */
+  unnamed?: UnnamedNodes;
+}
+
+/** The nodes a pod does not name, counted without being read again. */
+export interface UnnamedNodes {
+  /** Cordoned ones, then the others; each with its first place in the list (empty groups left out). */
+  groups: { cordoned: boolean; count: number; first: number }[];
+  /** Whether any node of the whole list offers (has a non-zero allocatable of) a resource. */
+  offers: (resource: string) => boolean;
 }
 
 // Shared with node-fit.ts's filters, so that the signature reads a node exactly as they do.
@@ -181,6 +194,98 @@ export function nodeIdentityMatters(spec: V1PodSpec): boolean {
   );
 }
 
-/** The nodes to judge a pod on: classes, or single nodes when node identity matters to it. */
-export const nodesToJudge = (nodes: V1Node[], spec: V1PodSpec): NodeClasses =>
-  nodeIdentityMatters(spec) ? singleNodeClasses(nodes) : nodeClasses(nodes);
+/**
+ * The names outside which no node can take the pod, or undefined when the pod does not bound them:
+ * spec.nodeName, or, when every required term has a `metadata.name In` requirement, the union of
+ * the values of each term's first one (a superset is enough: the named nodes are judged in full).
+ */
+export function namesOf(spec: V1PodSpec): unknown[] | undefined {
+  if (typeof spec.nodeName === "string" && spec.nodeName) return [spec.nodeName];
+  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (!isRecord(required)) return undefined;
+  const terms = list<Record<string, unknown>>(required.nodeSelectorTerms);
+  const names: unknown[] = [];
+  for (const term of terms) {
+    const byName = list<{ key?: unknown; operator?: unknown; values?: unknown }>(
+      term.matchFields,
+    ).find(f => f.key === "metadata.name" && f.operator === "In");
+    if (!byName) return undefined;
+    if (Array.isArray(byName.values)) names.push(...byName.values);
+  }
+  return terms.length ? names : undefined;
+}
+
+/** A node list indexed by name (the raw metadata.name: compared as the filters compare it). */
+interface NameIndex {
+  infos: NodeInfo[];
+  positions: Map<unknown, number[]>;
+  /** By place in the list. */
+  isCordoned: boolean[];
+  /** Places in the list of the cordoned nodes, and of the others. */
+  cordoned: number[];
+  uncordoned: number[];
+  offered: Set<string>;
+}
+const indexed = new WeakMap<V1Node[], NameIndex>();
+function nameIndex(nodes: V1Node[]): NameIndex {
+  let index = indexed.get(nodes);
+  if (index) return index;
+  index = {
+    infos: [],
+    positions: new Map(),
+    isCordoned: [],
+    cordoned: [],
+    uncordoned: [],
+    offered: new Set(),
+  };
+  for (const n of Array.isArray(nodes) ? nodes : []) {
+    if (!isRecord(n)) continue;
+    const info = nodeInfo(n);
+    const position = index.infos.push(info) - 1;
+    const name = info.node.metadata?.name;
+    const same = index.positions.get(name);
+    if (same) same.push(position);
+    else index.positions.set(name, [position]);
+    index.isCordoned.push(isCordoned(n));
+    (index.isCordoned[position] ? index.cordoned : index.uncordoned).push(position);
+    for (const [r, q] of info.allocatable) if (q.milli > 0n) index.offered.add(r);
+  }
+  indexed.set(nodes, index);
+  return index;
+}
+
+/** The named nodes, each a class of its own in list order, and the others counted. */
+export function namedNodes(nodes: V1Node[], names: unknown[]): NodeClasses {
+  const index = nameIndex(nodes);
+  const named = new Set(names.flatMap(name => index.positions.get(name) ?? []));
+  const classes = [...named]
+    .sort((a, b) => a - b)
+    .map(p => ({ node: index.infos[p], names: [index.infos[p].name], positions: [p] }));
+  // The first of a group not named: at most (named nodes + 1) steps.
+  const others = (cordoned: boolean) => {
+    const positions = cordoned ? index.cordoned : index.uncordoned;
+    let namedHere = 0;
+    for (const p of named) if (index.isCordoned[p] === cordoned) namedHere++;
+    return {
+      cordoned,
+      count: positions.length - namedHere,
+      first: positions.find(p => !named.has(p)) ?? -1,
+    };
+  };
+  return {
+    classes,
+    total: index.infos.length,
+    unnamed: {
+      groups: [others(true), others(false)].filter(g => g.count > 0),
+      offers: r => index.offered.has(r),
+    },
+  };
+}
+
+/** The nodes to judge a pod on: those it names, else classes, else single nodes when node
+ * identity matters to it. */
+export function nodesToJudge(nodes: V1Node[], spec: V1PodSpec): NodeClasses {
+  const names = namesOf(spec);
+  if (names) return namedNodes(nodes, names);
+  return nodeIdentityMatters(spec) ? singleNodeClasses(nodes) : nodeClasses(nodes);
+}

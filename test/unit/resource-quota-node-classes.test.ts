@@ -1,9 +1,11 @@
-// Node fit judged per node class (capabilities/resource-quota/node-classes.ts) says exactly what
-// judging node by node says, on generated clusters and pods; the grouping is made once per node
-// list; and a large cluster of a few instance types makes a few classes.
+// Node fit judged per node class (capabilities/resource-quota/node-classes.ts), or on the named
+// nodes only, says exactly what judging node by node says, on generated clusters and pods; the
+// grouping is made once per node list; and a large cluster of a few instance types makes a few
+// classes.
 import fc from "fast-check";
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import {
+  namesOf,
   nodeClasses,
   nodeIdentityMatters,
   singleNodeClasses,
@@ -212,6 +214,93 @@ const podArb = fc
       daemonSet: p.daemonSet,
     };
   });
+
+// Pods that name their nodes, as DaemonSet pods do (metadata.name In in every required term) or
+// with spec.nodeName; now and then a term without such a field (then nodes are judged one by one).
+const NAMED = [...NAMES.slice(0, 6), "absent", "odd-labels", ""];
+const namingTerm = fc.record({
+  matchExpressions: sometimes(fc.array(expression, { minLength: 1, maxLength: 2 }), 4, []),
+  matchFields: fc
+    .tuple(
+      fc.record({
+        key: fc.constant("metadata.name"),
+        operator: fc.constant("In"),
+        values: fc.subarray(NAMED, { minLength: 0, maxLength: 3 }),
+      }),
+      sometimes(
+        fc.tuple(nameField).map(f => [...f]),
+        2,
+        [],
+      ),
+    )
+    .map(([named, more]) => [...more, named]),
+});
+const namedPodArb = fc
+  .record({
+    input: podArb,
+    nodeName: sometimes(fc.constantFrom(...NAMED), 3, undefined),
+    terms: fc.array(
+      fc.oneof({ weight: 8, arbitrary: namingTerm }, { weight: 1, arbitrary: fc.constant({}) }),
+      { minLength: 1, maxLength: 3 },
+    ),
+  })
+  .map(({ input, nodeName, terms }): NodeFitInput => {
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms },
+      },
+    };
+    return { ...input, spec: { ...input.spec, nodeName, affinity } };
+  });
+// Malformed lists repeat names: nodes renamed n0..n3 by their place, the same object repeated.
+const repeatedNamesArb = fc
+  .tuple(clusterArb(), fc.boolean())
+  .map(([nodes, repeat]) =>
+    repeat
+      ? nodes.map((n, i) =>
+          n && typeof n === "object" ? { ...n, metadata: { ...n.metadata, name: `n${i % 4}` } } : n,
+        )
+      : [...nodes, ...nodes.slice(0, 2)],
+  );
+
+describe("node fit on the nodes a pod names", () => {
+  it("says exactly what judging node by node says", () => {
+    fc.assert(
+      fc.property(fc.oneof(clusterArb(), repeatedNamesArb), namedPodArb, (nodes, input) => {
+        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("names the same largest and closest nodes when no named node fits", () => {
+    fc.assert(
+      fc.property(clusterArb(LOPSIDED), namedPodArb, (nodes, input) => {
+        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("takes the names from spec.nodeName or from every required term", () => {
+    const terms = (...nodeSelectorTerms: Record<string, unknown>[]): V1PodSpec => ({
+      containers: [],
+      affinity: {
+        nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms } },
+      },
+    });
+    const byName = (operator: string, values: string[]) => ({
+      matchFields: [{ key: "metadata.name", operator, values }],
+    });
+    expect(namesOf({ containers: [], nodeName: "a" })).toEqual(["a"]);
+    expect(namesOf({ ...terms(byName("In", ["b"])), nodeName: "a" })).toEqual(["a"]);
+    expect(namesOf(terms(byName("In", ["a"]), byName("In", ["b", "c"])))).toEqual(["a", "b", "c"]);
+    expect(namesOf(terms(byName("In", ["a"]), byName("NotIn", ["b"])))).toBeUndefined();
+    expect(namesOf(terms(byName("In", ["a"]), {}))).toBeUndefined();
+    expect(namesOf(terms())).toBeUndefined();
+    expect(namesOf({ containers: [], nodeName: "" })).toBeUndefined();
+  });
+});
 
 describe("node fit per class", () => {
   it("says exactly what judging node by node says", () => {
@@ -422,6 +511,60 @@ describe("node classes", () => {
     expect(nodeClasses(renamed)).not.toBe(first);
     expect(nodeClasses(renamed).classes[0].names.slice(0, 2)).toEqual(["other", "node-3"]);
     expect(nodeClasses(nodes.slice(1))).not.toBe(nodeClasses(renamed));
+  });
+
+  it("judges a DaemonSet pod on 10,000 nodes on its own node, without reading the others", () => {
+    let reads = 0; // of a node's spec: what the filters read of every node they judge
+    const nodes = cluster(10_000).map(({ spec, ...rest }) =>
+      Object.defineProperty(rest, "spec", { enumerable: true, get: () => (reads++, spec) }),
+    ) as V1Node[];
+    nodes[1].spec!.unschedulable = true; // unschedulable for pods that do not tolerate it
+    const spec: V1PodSpec = {
+      containers: [{ name: "agent", image: "x", resources: { requests: { memory: "40Gi" } } }],
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [
+              { matchFields: [{ key: "metadata.name", operator: "In", values: ["node-4242"] }] },
+            ],
+          },
+        },
+      },
+    };
+    const input: NodeFitInput = {
+      subject: "Pod kube-system/agent-x7k2p",
+      spec,
+      pod: podResources(
+        { metadata: {}, spec, path: "" },
+        { requests: new Map(), limits: new Map() },
+      ),
+      isPod: true,
+      daemonSet: true,
+    };
+    checkNodeFit(nodes, input); // indexes the list by name, once
+    reads = 0;
+    const { violations } = checkNodeFit(nodes, input);
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThan(10);
+    expect(violations[0].message).toContain(
+      'on 1 of 1 eligible nodes, which cannot allocate its requests: node "node-4242" (memory: asks 40Gi, 30Gi allocatable) (1 of 10000 nodes are candidates; excluded: 9999 by nodeSelector/affinity)',
+    );
+    expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
+    // A pod that does not tolerate the cordon: the cordoned node counts as unschedulable.
+    const plain = { ...input, daemonSet: false };
+    reads = 0;
+    expect(checkNodeFit(nodes, plain).violations[0].message).toContain(
+      "(1 of 10000 nodes are candidates; excluded: 9998 by nodeSelector/affinity, 1 by unschedulable)",
+    );
+    expect(reads).toBeLessThan(10);
+    expect(checkNodeFit(nodes, plain)).toEqual(checkNodeFit(nodes, plain, singleNodeClasses));
+    // Bound by spec.nodeName: the same, every other node left out by nodeName.
+    const bound = { ...input, spec: { ...spec, affinity: undefined, nodeName: "node-4242" } };
+    reads = 0;
+    expect(checkNodeFit(nodes, bound).violations[0].message).toContain(
+      "(1 of 10000 nodes are candidates; excluded: 9999 by nodeName)",
+    );
+    expect(reads).toBeLessThan(10);
   });
 
   it("judges node by node when node identity matters to the pod", () => {
