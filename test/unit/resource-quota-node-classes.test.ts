@@ -120,6 +120,15 @@ const LOPSIDED: Record<string, string>[] = [
   { cpu: "2", memory: "2Gi" },
 ];
 
+/** What node fit is asked about a pod spec (of a DaemonSet's template, or of a pod). */
+const fitInput = (subject: string, spec: V1PodSpec, daemonSet: boolean): NodeFitInput => ({
+  subject,
+  spec,
+  pod: podResources({ metadata: {}, spec, path: "" }, { requests: new Map(), limits: new Map() }),
+  isPod: !daemonSet,
+  daemonSet,
+});
+
 const toleration = fc.constantFrom<V1Toleration>(
   { key: "nvidia.com/gpu", operator: "Exists" },
   { key: "dedicated", operator: "Equal", value: "ml", effect: "NoExecute" },
@@ -203,16 +212,7 @@ const podArb = fc
       nodeName: p.nodeName,
       hostNetwork: p.hostNetwork,
     };
-    return {
-      subject: "Pod ml/train",
-      spec,
-      pod: podResources(
-        { metadata: {}, spec, path: "" },
-        { requests: new Map(), limits: new Map() },
-      ),
-      isPod: !p.daemonSet,
-      daemonSet: p.daemonSet,
-    };
+    return fitInput("Pod ml/train", spec, p.daemonSet);
   });
 
 // Pods that name their nodes, as DaemonSet pods do (metadata.name In in every required term) or
@@ -263,23 +263,26 @@ const repeatedNamesArb = fc
       : [...nodes, ...nodes.slice(0, 2)],
   );
 
+/** Node fit as judged by default says exactly what judging node by node says. */
+const agreesWithPerNode = (
+  clusters: fc.Arbitrary<V1Node[]>,
+  pods: fc.Arbitrary<NodeFitInput>,
+  numRuns: number,
+) =>
+  fc.assert(
+    fc.property(clusters, pods, (nodes, input) => {
+      expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
+    }),
+    { numRuns },
+  );
+
 describe("node fit on the nodes a pod names", () => {
   it("says exactly what judging node by node says", () => {
-    fc.assert(
-      fc.property(fc.oneof(clusterArb(), repeatedNamesArb), namedPodArb, (nodes, input) => {
-        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
-      }),
-      { numRuns: 3000 },
-    );
+    agreesWithPerNode(fc.oneof(clusterArb(), repeatedNamesArb), namedPodArb, 3000);
   });
 
   it("names the same largest and closest nodes when no named node fits", () => {
-    fc.assert(
-      fc.property(clusterArb(LOPSIDED), namedPodArb, (nodes, input) => {
-        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
-      }),
-      { numRuns: 1000 },
-    );
+    agreesWithPerNode(clusterArb(LOPSIDED), namedPodArb, 1000);
   });
 
   it("takes the names from spec.nodeName or from every required term", () => {
@@ -304,21 +307,11 @@ describe("node fit on the nodes a pod names", () => {
 
 describe("node fit per class", () => {
   it("says exactly what judging node by node says", () => {
-    fc.assert(
-      fc.property(clusterArb(), podArb, (nodes, input) => {
-        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
-      }),
-      { numRuns: 3000 },
-    );
+    agreesWithPerNode(clusterArb(), podArb, 3000);
   });
 
   it("names the same largest and closest nodes when no node fits", () => {
-    fc.assert(
-      fc.property(clusterArb(LOPSIDED), podArb, (nodes, input) => {
-        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
-      }),
-      { numRuns: 1000 },
-    );
+    agreesWithPerNode(clusterArb(LOPSIDED), podArb, 1000);
   });
 
   it("says the same after nodes change, whether the classes are kept or made again", () => {
@@ -377,16 +370,7 @@ describe("node fit per class", () => {
     const spec: V1PodSpec = {
       containers: [{ name: "agent", image: "x", resources: { requests: { memory: "20Gi" } } }],
     };
-    const input: NodeFitInput = {
-      subject: "DaemonSet ops/agent",
-      spec,
-      pod: podResources(
-        { metadata: {}, spec, path: "" },
-        { requests: new Map(), limits: new Map() },
-      ),
-      isPod: false,
-      daemonSet: true,
-    };
+    const input = fitInput("DaemonSet ops/agent", spec, true);
     expect(nodeClasses(nodes).classes).toHaveLength(3);
     const [violation] = checkNodeFit(nodes, input).violations;
     expect(violation.message).toContain(
@@ -531,16 +515,7 @@ describe("node classes", () => {
         },
       },
     };
-    const input: NodeFitInput = {
-      subject: "Pod kube-system/agent-x7k2p",
-      spec,
-      pod: podResources(
-        { metadata: {}, spec, path: "" },
-        { requests: new Map(), limits: new Map() },
-      ),
-      isPod: true,
-      daemonSet: true,
-    };
+    const input = fitInput("DaemonSet kube-system/agent", spec, true);
     checkNodeFit(nodes, input); // indexes the list by name, once
     reads = 0;
     const { violations } = checkNodeFit(nodes, input);
