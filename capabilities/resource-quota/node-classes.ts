@@ -57,8 +57,8 @@ export interface NodeClasses {
 export interface UnnamedNodes {
   /** Cordoned ones, then the others; each with its first place in the list (empty groups left out). */
   groups: { cordoned: boolean; count: number; first: number }[];
-  /** Whether any node of the whole list offers (has a non-zero allocatable of) a resource. */
-  offers: (resource: string) => boolean;
+  /** The resources some node of the whole list offers (has a non-zero allocatable of). */
+  offered: ReadonlySet<string>;
 }
 
 // Shared with node-fit.ts's filters, so that the signature reads a node exactly as they do.
@@ -261,24 +261,27 @@ export function namedNodes(nodes: V1Node[], names: unknown[]): NodeClasses {
   const classes = [...named]
     .sort((a, b) => a - b)
     .map(p => ({ node: index.infos[p], names: [index.infos[p].name], positions: [p] }));
-  // The first of a group not named: at most (named nodes + 1) steps.
-  const others = (cordoned: boolean) => {
-    const positions = cordoned ? index.cordoned : index.uncordoned;
-    let namedHere = 0;
-    for (const p of named) if (index.isCordoned[p] === cordoned) namedHere++;
-    return {
-      cordoned,
-      count: positions.length - namedHere,
-      first: positions.find(p => !named.has(p)) ?? -1,
-    };
-  };
   return {
     classes,
     total: index.infos.length,
     unnamed: {
-      groups: [others(true), others(false)].filter(g => g.count > 0),
-      offers: r => index.offered.has(r),
+      groups: [notNamed(index, named, true), notNamed(index, named, false)].filter(
+        g => g.count > 0,
+      ),
+      offered: index.offered,
     },
+  };
+}
+
+/** The cordoned (or the other) nodes not named; the first found in at most (named + 1) steps. */
+function notNamed(index: NameIndex, named: Set<number>, cordoned: boolean) {
+  const positions = cordoned ? index.cordoned : index.uncordoned;
+  let namedHere = 0;
+  for (const p of named) if (index.isCordoned[p] === cordoned) namedHere++;
+  return {
+    cordoned,
+    count: positions.length - namedHere,
+    first: positions.find(p => !named.has(p)) ?? -1,
   };
 }
 

@@ -213,11 +213,14 @@ export function checkNodeFit(
     if (q.milli > 0n && isScheduledResource(r)) asks.set(r, q);
   if (!asks.size) return { violations: [], warnings };
   const { classes, total, unnamed } = judgeBy(nodes, input.spec);
-  const offered = (r: string) =>
-    unnamed ? unnamed.offers(r) : classes.some(c => (c.node.allocatable.get(r)?.milli ?? 0n) > 0n);
   for (const r of [...asks.keys()]) {
     if (REPORTED_BY_EVERY_NODE.includes(r)) continue;
-    if (offered(r)) continue;
+    if (
+      unnamed
+        ? unnamed.offered.has(r)
+        : classes.some(c => (c.node.allocatable.get(r)?.milli ?? 0n) > 0n)
+    )
+      continue;
     asks.delete(r);
     note(
       `no node offers ${r} (the pod asks ${show(input.pod.requests.get(r))}); not checked, as a cluster autoscaler may add such a node`,
