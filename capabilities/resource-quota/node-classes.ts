@@ -13,7 +13,8 @@
 //   per-node label only makes more classes: slower, never wrong.
 // - A pod that names its nodes (spec.nodeName, or metadata.name In [...] in every required term: each
 //   DaemonSet pod) is judged on those nodes only, looked up by name; the others are counted by
-//   whether they are cordoned, all that tells their exclusion apart (node-fit.ts). O(named nodes).
+//   whether they are cordoned, all that tells their exclusion apart (node-fit.ts). O(named nodes);
+//   the name index is made once per list, and kept as the grouping is.
 // - When node identity matters to a pod otherwise (other matchFields, or a selector on a label left
 //   out), nodes are judged one by one: classes of one node each, the same judging code.
 // - A node whose labels or taints are not plain strings (malformed input) is a class of its own.
@@ -227,10 +228,43 @@ interface NameIndex {
   offered: Set<string>;
 }
 const indexed = new WeakMap<V1Node[], NameIndex>();
+// The list indexed last: kept for a new list whose changed nodes keep their name and signature (so
+// their cordon and allocatable), as nodeClasses keeps its grouping; only the changed entries swapped.
+let lastIndexed: { nodes: V1Node[]; index: NameIndex } | undefined;
 function nameIndex(nodes: V1Node[]): NameIndex {
   let index = indexed.get(nodes);
-  if (index) return index;
-  index = {
+  if (!index) {
+    index = (lastIndexed && reindexed(lastIndexed, nodes)) ?? indexByName(nodes);
+    indexed.set(nodes, index);
+    lastIndexed = { nodes, index };
+  }
+  return index;
+}
+
+function reindexed(last: { nodes: V1Node[]; index: NameIndex }, nodes: V1Node[]) {
+  if (!Array.isArray(nodes) || last.nodes.length !== nodes.length) return undefined;
+  let infos: NodeInfo[] | undefined;
+  let position = 0;
+  // Entries that are not objects are no nodes: positions count the others.
+  const allNodes = last.index.infos.length === nodes.length;
+  for (let i = 0; i < nodes.length; i++) {
+    const before = last.nodes[i];
+    const after = nodes[i];
+    if (before !== after) {
+      if (!isRecord(before) || !isRecord(after)) return undefined;
+      const was = nodeInfo(before);
+      const is = nodeInfo(after);
+      if (was.signature === null || was.signature !== is.signature) return undefined;
+      if (was.node.metadata?.name !== is.node.metadata?.name) return undefined;
+      (infos ??= [...last.index.infos])[allNodes ? i : position] = is;
+    }
+    if (!allNodes && isRecord(after)) position++;
+  }
+  return infos ? { ...last.index, infos } : last.index;
+}
+
+function indexByName(nodes: V1Node[]): NameIndex {
+  const index: NameIndex = {
     infos: [],
     positions: new Map(),
     isCordoned: [],
@@ -250,7 +284,6 @@ function nameIndex(nodes: V1Node[]): NameIndex {
     (index.isCordoned[position] ? index.cordoned : index.uncordoned).push(position);
     for (const [r, q] of info.allocatable) if (q.milli > 0n) index.offered.add(r);
   }
-  indexed.set(nodes, index);
   return index;
 }
 

@@ -143,7 +143,10 @@ const selectorKey = fc.oneof(
 const expression = fc.record({
   key: selectorKey,
   operator: fc.constantFrom("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"),
-  values: fc.subarray(["cpu", "gpu", "z1", "2", "3", "n1", "n2"], { minLength: 1, maxLength: 2 }),
+  values: fc.subarray(["cpu", "gpu", "z1", "2", "3", "n1", "n2", "new"], {
+    minLength: 1,
+    maxLength: 2,
+  }),
 });
 const nameField = fc.record({
   key: fc.constant("metadata.name"),
@@ -217,7 +220,7 @@ const podArb = fc
 
 // Pods that name their nodes, as DaemonSet pods do (metadata.name In in every required term) or
 // with spec.nodeName; now and then a term without such a field (then nodes are judged one by one).
-const NAMED = [...NAMES.slice(0, 6), "absent", "odd-labels", ""];
+const NAMED = [...NAMES.slice(0, 6), "absent", "odd-labels", "renamed", ""];
 const namingTerm = fc.record({
   matchExpressions: sometimes(fc.array(expression, { minLength: 1, maxLength: 2 }), 4, []),
   matchFields: fc
@@ -314,7 +317,7 @@ describe("node fit per class", () => {
     agreesWithPerNode(clusterArb(LOPSIDED), podArb, 1000);
   });
 
-  it("says the same after nodes change, whether the classes are kept or made again", () => {
+  it("says the same after nodes change, whether the classes or name index are kept or made again", () => {
     // The updates a watched node list sees: a status heartbeat, a new hostname, a new name, a new
     // allocatable, a cordon, a node gone.
     const edits = ["heartbeat", "hostname", "rename", "allocatable", "cordon", "remove"] as const;
@@ -340,16 +343,23 @@ describe("node fit per class", () => {
     };
     const editsArb = fc.array(fc.tuple(fc.nat(19), fc.constantFrom(...edits)), { maxLength: 3 });
     fc.assert(
-      fc.property(clusterArb(), editsArb, podArb, (nodes, changes, input) => {
-        const after = nodes.map(n => [n]);
-        for (const [i, how] of changes)
-          after[i % nodes.length] = edit(nodes[i % nodes.length], how);
-        nodeClasses(nodes); // the list before: its classes are kept or not
-        const changed = after.flat();
-        expect(checkNodeFit(changed, input)).toEqual(
-          checkNodeFit(changed, input, singleNodeClasses),
-        );
-      }),
+      fc.property(
+        clusterArb(),
+        editsArb,
+        fc.oneof(podArb, namedPodArb),
+        (nodes, changes, input) => {
+          const after = nodes.map(n => [n]);
+          for (const [i, how] of changes)
+            after[i % nodes.length] = edit(nodes[i % nodes.length], how);
+          // The list before: its classes (and its name index, for a pod naming nodes) kept or not.
+          nodeClasses(nodes);
+          checkNodeFit(nodes, input);
+          const changed = after.flat();
+          expect(checkNodeFit(changed, input)).toEqual(
+            checkNodeFit(changed, input, singleNodeClasses),
+          );
+        },
+      ),
       { numRuns: 1500 },
     );
   });
