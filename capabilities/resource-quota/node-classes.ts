@@ -11,8 +11,12 @@
 // - Labels that are per node by convention are left out of the signature, else every class would be
 //   one node. Only kubernetes.io/hostname (set by the kubelet on every node, unique to it). Another
 //   per-node label only makes more classes: slower, never wrong.
-// - When node identity matters to a pod (spec.nodeName, matchFields on metadata.name, or a selector
-//   on a label left out), nodes are judged one by one: classes of one node each, the same judging code.
+// - A pod that names its nodes (spec.nodeName, or metadata.name In [...] in every required term: each
+//   DaemonSet pod) is judged on those nodes only, looked up by name; the others are counted by
+//   whether they are cordoned, all that tells their exclusion apart (node-fit.ts). O(named nodes);
+//   the name index is made once per list, and kept as the grouping is.
+// - When node identity matters to a pod otherwise (other matchFields, or a selector on a label left
+//   out), nodes are judged one by one: classes of one node each, the same judging code.
 // - A node whose labels or taints are not plain strings (malformed input) is a class of its own.
 import type { V1Node, V1PodSpec, V1Taint } from "@kubernetes/client-node";
 import { parseList, type ResourceList } from "./resources";
@@ -46,6 +50,16 @@ export interface NodeClasses {
   classes: NodeClass[];
   /** How many nodes the list holds (its entries that are objects). */
   total: number;
+  /** Set when `classes` hold only the nodes a pod names (namedNodes): the rest, not judged. */
+  unnamed?: UnnamedNodes;
+}
+
+/** The nodes a pod does not name, counted without being read again. */
+export interface UnnamedNodes {
+  /** Cordoned ones, then the others; each with its first place in the list (empty groups left out). */
+  groups: { cordoned: boolean; count: number; first: number }[];
+  /** The resources some node of the whole list offers (has a non-zero allocatable of). */
+  offered: ReadonlySet<string>;
 }
 
 // Shared with node-fit.ts's filters, so that the signature reads a node exactly as they do.
@@ -181,6 +195,133 @@ export function nodeIdentityMatters(spec: V1PodSpec): boolean {
   );
 }
 
-/** The nodes to judge a pod on: classes, or single nodes when node identity matters to it. */
-export const nodesToJudge = (nodes: V1Node[], spec: V1PodSpec): NodeClasses =>
-  nodeIdentityMatters(spec) ? singleNodeClasses(nodes) : nodeClasses(nodes);
+/**
+ * The names outside which no node can take the pod, or undefined when the pod does not bound them:
+ * spec.nodeName, or, when every required term has a `metadata.name In` requirement, the union of
+ * the values of each term's first one (a superset is enough: the named nodes are judged in full).
+ */
+export function namesOf(spec: V1PodSpec): unknown[] | undefined {
+  if (typeof spec.nodeName === "string" && spec.nodeName) return [spec.nodeName];
+  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (!isRecord(required)) return undefined;
+  const terms = list<Record<string, unknown>>(required.nodeSelectorTerms);
+  const names: unknown[] = [];
+  for (const term of terms) {
+    const byName = list<{ key?: unknown; operator?: unknown; values?: unknown }>(
+      term.matchFields,
+    ).find(f => f.key === "metadata.name" && f.operator === "In");
+    if (!byName) return undefined;
+    if (Array.isArray(byName.values)) names.push(...byName.values);
+  }
+  return terms.length ? names : undefined;
+}
+
+/** A node list indexed by name (the raw metadata.name: compared as the filters compare it). */
+interface NameIndex {
+  infos: NodeInfo[];
+  positions: Map<unknown, number[]>;
+  /** By place in the list. */
+  isCordoned: boolean[];
+  /** Places in the list of the cordoned nodes, and of the others. */
+  cordoned: number[];
+  uncordoned: number[];
+  offered: Set<string>;
+}
+const indexed = new WeakMap<V1Node[], NameIndex>();
+// The list indexed last: kept for a new list whose changed nodes keep their name and signature (so
+// their cordon and allocatable), as nodeClasses keeps its grouping; only the changed entries swapped.
+let lastIndexed: { nodes: V1Node[]; index: NameIndex } | undefined;
+function nameIndex(nodes: V1Node[]): NameIndex {
+  let index = indexed.get(nodes);
+  if (!index) {
+    index = (lastIndexed && reindexed(lastIndexed, nodes)) ?? indexByName(nodes);
+    indexed.set(nodes, index);
+    lastIndexed = { nodes, index };
+  }
+  return index;
+}
+
+function reindexed(last: { nodes: V1Node[]; index: NameIndex }, nodes: V1Node[]) {
+  if (!Array.isArray(nodes) || last.nodes.length !== nodes.length) return undefined;
+  let infos: NodeInfo[] | undefined;
+  let position = 0;
+  // Entries that are not objects are no nodes: positions count the others.
+  const allNodes = last.index.infos.length === nodes.length;
+  for (let i = 0; i < nodes.length; i++) {
+    const before = last.nodes[i];
+    const after = nodes[i];
+    if (before !== after) {
+      if (!isRecord(before) || !isRecord(after)) return undefined;
+      const was = nodeInfo(before);
+      const is = nodeInfo(after);
+      if (was.signature === null || was.signature !== is.signature) return undefined;
+      if (was.node.metadata?.name !== is.node.metadata?.name) return undefined;
+      (infos ??= [...last.index.infos])[allNodes ? i : position] = is;
+    }
+    if (!allNodes && isRecord(after)) position++;
+  }
+  return infos ? { ...last.index, infos } : last.index;
+}
+
+function indexByName(nodes: V1Node[]): NameIndex {
+  const index: NameIndex = {
+    infos: [],
+    positions: new Map(),
+    isCordoned: [],
+    cordoned: [],
+    uncordoned: [],
+    offered: new Set(),
+  };
+  for (const n of Array.isArray(nodes) ? nodes : []) {
+    if (!isRecord(n)) continue;
+    const info = nodeInfo(n);
+    const position = index.infos.push(info) - 1;
+    const name = info.node.metadata?.name;
+    const same = index.positions.get(name);
+    if (same) same.push(position);
+    else index.positions.set(name, [position]);
+    index.isCordoned.push(isCordoned(n));
+    (index.isCordoned[position] ? index.cordoned : index.uncordoned).push(position);
+    for (const [r, q] of info.allocatable) if (q.milli > 0n) index.offered.add(r);
+  }
+  return index;
+}
+
+/** The named nodes, each a class of its own in list order, and the others counted. */
+export function namedNodes(nodes: V1Node[], names: unknown[]): NodeClasses {
+  const index = nameIndex(nodes);
+  const named = new Set(names.flatMap(name => index.positions.get(name) ?? []));
+  const classes = [...named]
+    .sort((a, b) => a - b)
+    .map(p => ({ node: index.infos[p], names: [index.infos[p].name], positions: [p] }));
+  return {
+    classes,
+    total: index.infos.length,
+    unnamed: {
+      groups: [notNamed(index, named, true), notNamed(index, named, false)].filter(
+        g => g.count > 0,
+      ),
+      offered: index.offered,
+    },
+  };
+}
+
+/** The cordoned (or the other) nodes not named; the first found in at most (named + 1) steps. */
+function notNamed(index: NameIndex, named: Set<number>, cordoned: boolean) {
+  const positions = cordoned ? index.cordoned : index.uncordoned;
+  let namedHere = 0;
+  for (const p of named) if (index.isCordoned[p] === cordoned) namedHere++;
+  return {
+    cordoned,
+    count: positions.length - namedHere,
+    first: positions.find(p => !named.has(p)) ?? -1,
+  };
+}
+
+/** The nodes to judge a pod on: those it names, else classes, else single nodes when node
+ * identity matters to it. */
+export function nodesToJudge(nodes: V1Node[], spec: V1PodSpec): NodeClasses {
+  const names = namesOf(spec);
+  if (names) return namedNodes(nodes, names);
+  return nodeIdentityMatters(spec) ? singleNodeClasses(nodes) : nodeClasses(nodes);
+}

@@ -13,9 +13,10 @@
 //
 // Nodes are judged per class (node-classes.ts: nodes alike for every filter and resource), so a
 // request costs the same on 10 or 10,000 nodes. Counts are the classes' member counts, and a node a
-// message names is the first in list order that the per-node judgement would name; when node
-// identity matters to the pod (spec.nodeName, matchFields, a hostname selector) every node is a
-// class of its own.
+// message names is the first in list order that the per-node judgement would name. A pod that names
+// its nodes (spec.nodeName, metadata.name In in every required term) is judged on those alone, the
+// others counted as the per-node judgement would exclude them; when node identity matters to the pod
+// otherwise (other matchFields, a hostname selector) every node is a class of its own.
 import { formatNote } from "../../lib/verdict";
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
@@ -116,22 +117,32 @@ function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
 
 type Exclusion = "unschedulable" | "selector" | "taints" | "nodeName";
 
+const boundByName = (spec: V1PodSpec) => typeof spec.nodeName === "string" && !!spec.nodeName;
+const toleratesCordon = (tolerations: V1Toleration[]) =>
+  tolerates(tolerations, { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" });
+
+/** The first reason the node is no candidate, in the order the scheduler's filters are listed. */
 function exclusion(
   spec: V1PodSpec,
   node: V1Node,
   tolerations: V1Toleration[],
 ): Exclusion | undefined {
   // A pod bound to a node by name skips the scheduler: only that node counts, whatever its taints.
-  if (typeof spec.nodeName === "string" && spec.nodeName)
-    return node.metadata?.name === spec.nodeName ? undefined : "nodeName";
-  if (
-    isCordoned(node) &&
-    !tolerates(tolerations, { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" })
-  )
-    return "unschedulable";
+  if (boundByName(spec)) return node.metadata?.name === spec.nodeName ? undefined : "nodeName";
+  if (isCordoned(node) && !toleratesCordon(tolerations)) return "unschedulable";
   if (!selectsNode(spec, node)) return "selector";
   if (schedulingTaints(node).some(taint => !tolerates(tolerations, taint))) return "taints";
   return undefined;
+}
+
+/** What exclusion() says of a node the pod does not name (namedNodes): its name fails either test. */
+function unnamedExclusion(
+  spec: V1PodSpec,
+  cordoned: boolean,
+  tolerations: V1Toleration[],
+): Exclusion {
+  if (boundByName(spec)) return "nodeName";
+  return cordoned && !toleratesCordon(tolerations) ? "unschedulable" : "selector";
 }
 
 const REPORTED_BY_EVERY_NODE = ["cpu", "memory", "ephemeral-storage"];
@@ -201,10 +212,15 @@ export function checkNodeFit(
   for (const [r, q] of input.pod.requests)
     if (q.milli > 0n && isScheduledResource(r)) asks.set(r, q);
   if (!asks.size) return { violations: [], warnings };
-  const { classes, total } = judgeBy(nodes, input.spec);
+  const { classes, total, unnamed } = judgeBy(nodes, input.spec);
   for (const r of [...asks.keys()]) {
     if (REPORTED_BY_EVERY_NODE.includes(r)) continue;
-    if (classes.some(c => (c.node.allocatable.get(r)?.milli ?? 0n) > 0n)) continue;
+    if (
+      unnamed
+        ? unnamed.offered.has(r)
+        : classes.some(c => (c.node.allocatable.get(r)?.milli ?? 0n) > 0n)
+    )
+      continue;
     asks.delete(r);
     note(
       `no node offers ${r} (the pod asks ${show(input.pod.requests.get(r))}); not checked, as a cluster autoscaler may add such a node`,
@@ -217,13 +233,21 @@ export function checkNodeFit(
     tolerations.push(...DAEMONSET_TOLERATIONS);
     if (input.spec.hostNetwork === true) tolerations.push(NETWORK_UNAVAILABLE);
   }
+  const judged = classes.map(c => ({
+    cls: c,
+    first: c.positions[0],
+    count: c.names.length,
+    why: exclusion(input.spec, c.node.node, tolerations),
+  }));
+  const candidates = judged.filter(j => !j.why).map(j => j.cls);
+  // Reasons are listed as the per-node pass meets them: in list order of their first nodes.
   const excluded = new Map<Exclusion, number>();
-  // Classes come in list order of their first nodes, so reasons are listed as the per-node pass met them.
-  const candidates = classes.filter(c => {
-    const why = exclusion(input.spec, c.node.node, tolerations);
-    if (why) excluded.set(why, (excluded.get(why) ?? 0) + c.names.length);
-    return !why;
-  });
+  const notNamed = (unnamed?.groups ?? []).map(g => ({
+    ...g,
+    why: unnamedExclusion(input.spec, g.cordoned, tolerations),
+  }));
+  for (const { why, count } of [...judged, ...notNamed].sort((a, b) => a.first - b.first))
+    if (why) excluded.set(why, (excluded.get(why) ?? 0) + count);
   const scope = `${countOf(candidates)} of ${total} nodes are candidates${
     excluded.size
       ? `; excluded: ${[...excluded].map(([why, n]) => `${n} by ${why === "selector" ? "nodeSelector/affinity" : why}`).join(", ")}`

@@ -1,9 +1,11 @@
-// Node fit judged per node class (capabilities/resource-quota/node-classes.ts) says exactly what
-// judging node by node says, on generated clusters and pods; the grouping is made once per node
-// list; and a large cluster of a few instance types makes a few classes.
+// Node fit judged per node class (capabilities/resource-quota/node-classes.ts), or on the named
+// nodes only, says exactly what judging node by node says, on generated clusters and pods; the
+// grouping is made once per node list; and a large cluster of a few instance types makes a few
+// classes.
 import fc from "fast-check";
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import {
+  namesOf,
   nodeClasses,
   nodeIdentityMatters,
   singleNodeClasses,
@@ -118,6 +120,15 @@ const LOPSIDED: Record<string, string>[] = [
   { cpu: "2", memory: "2Gi" },
 ];
 
+/** What node fit is asked about a pod spec (of a DaemonSet's template, or of a pod). */
+const fitInput = (subject: string, spec: V1PodSpec, daemonSet: boolean): NodeFitInput => ({
+  subject,
+  spec,
+  pod: podResources({ metadata: {}, spec, path: "" }, { requests: new Map(), limits: new Map() }),
+  isPod: !daemonSet,
+  daemonSet,
+});
+
 const toleration = fc.constantFrom<V1Toleration>(
   { key: "nvidia.com/gpu", operator: "Exists" },
   { key: "dedicated", operator: "Equal", value: "ml", effect: "NoExecute" },
@@ -132,7 +143,10 @@ const selectorKey = fc.oneof(
 const expression = fc.record({
   key: selectorKey,
   operator: fc.constantFrom("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"),
-  values: fc.subarray(["cpu", "gpu", "z1", "2", "3", "n1", "n2"], { minLength: 1, maxLength: 2 }),
+  values: fc.subarray(["cpu", "gpu", "z1", "2", "3", "n1", "n2", "new"], {
+    minLength: 1,
+    maxLength: 2,
+  }),
 });
 const nameField = fc.record({
   key: fc.constant("metadata.name"),
@@ -201,38 +215,109 @@ const podArb = fc
       nodeName: p.nodeName,
       hostNetwork: p.hostNetwork,
     };
-    return {
-      subject: "Pod ml/train",
-      spec,
-      pod: podResources(
-        { metadata: {}, spec, path: "" },
-        { requests: new Map(), limits: new Map() },
-      ),
-      isPod: !p.daemonSet,
-      daemonSet: p.daemonSet,
-    };
+    return fitInput("Pod ml/train", spec, p.daemonSet);
   });
+
+// Pods that name their nodes, as DaemonSet pods do (metadata.name In in every required term) or
+// with spec.nodeName; now and then a term without such a field (then nodes are judged one by one).
+const NAMED = [...NAMES.slice(0, 6), "absent", "odd-labels", "renamed", ""];
+const namingTerm = fc.record({
+  matchExpressions: sometimes(fc.array(expression, { minLength: 1, maxLength: 2 }), 4, []),
+  matchFields: fc
+    .tuple(
+      fc.record({
+        key: fc.constant("metadata.name"),
+        operator: fc.constant("In"),
+        values: fc.subarray(NAMED, { minLength: 0, maxLength: 3 }),
+      }),
+      sometimes(
+        fc.tuple(nameField).map(f => [...f]),
+        2,
+        [],
+      ),
+    )
+    .map(([named, more]) => [...more, named]),
+});
+const namedPodArb = fc
+  .record({
+    input: podArb,
+    nodeName: sometimes(fc.constantFrom(...NAMED), 3, undefined),
+    terms: fc.array(
+      fc.oneof({ weight: 8, arbitrary: namingTerm }, { weight: 1, arbitrary: fc.constant({}) }),
+      { minLength: 1, maxLength: 3 },
+    ),
+  })
+  .map(({ input, nodeName, terms }): NodeFitInput => {
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms },
+      },
+    };
+    return { ...input, spec: { ...input.spec, nodeName, affinity } };
+  });
+// Malformed lists repeat names: nodes renamed n0..n3 by their place, the same object repeated.
+const repeatedNamesArb = fc
+  .tuple(clusterArb(), fc.boolean())
+  .map(([nodes, repeat]) =>
+    repeat
+      ? nodes.map((n, i) =>
+          n && typeof n === "object" ? { ...n, metadata: { ...n.metadata, name: `n${i % 4}` } } : n,
+        )
+      : [...nodes, ...nodes.slice(0, 2)],
+  );
+
+/** Node fit as judged by default says exactly what judging node by node says. */
+const agreesWithPerNode = (
+  clusters: fc.Arbitrary<V1Node[]>,
+  pods: fc.Arbitrary<NodeFitInput>,
+  numRuns: number,
+) =>
+  fc.assert(
+    fc.property(clusters, pods, (nodes, input) => {
+      expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
+    }),
+    { numRuns },
+  );
+
+describe("node fit on the nodes a pod names", () => {
+  it("says exactly what judging node by node says", () => {
+    agreesWithPerNode(fc.oneof(clusterArb(), repeatedNamesArb), namedPodArb, 3000);
+  });
+
+  it("names the same largest and closest nodes when no named node fits", () => {
+    agreesWithPerNode(clusterArb(LOPSIDED), namedPodArb, 1000);
+  });
+
+  it("takes the names from spec.nodeName or from every required term", () => {
+    const terms = (...nodeSelectorTerms: Record<string, unknown>[]): V1PodSpec => ({
+      containers: [],
+      affinity: {
+        nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms } },
+      },
+    });
+    const byName = (operator: string, values: string[]) => ({
+      matchFields: [{ key: "metadata.name", operator, values }],
+    });
+    expect(namesOf({ containers: [], nodeName: "a" })).toEqual(["a"]);
+    expect(namesOf({ ...terms(byName("In", ["b"])), nodeName: "a" })).toEqual(["a"]);
+    expect(namesOf(terms(byName("In", ["a"]), byName("In", ["b", "c"])))).toEqual(["a", "b", "c"]);
+    expect(namesOf(terms(byName("In", ["a"]), byName("NotIn", ["b"])))).toBeUndefined();
+    expect(namesOf(terms(byName("In", ["a"]), {}))).toBeUndefined();
+    expect(namesOf(terms())).toBeUndefined();
+    expect(namesOf({ containers: [], nodeName: "" })).toBeUndefined();
+  });
+});
 
 describe("node fit per class", () => {
   it("says exactly what judging node by node says", () => {
-    fc.assert(
-      fc.property(clusterArb(), podArb, (nodes, input) => {
-        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
-      }),
-      { numRuns: 3000 },
-    );
+    agreesWithPerNode(clusterArb(), podArb, 3000);
   });
 
   it("names the same largest and closest nodes when no node fits", () => {
-    fc.assert(
-      fc.property(clusterArb(LOPSIDED), podArb, (nodes, input) => {
-        expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
-      }),
-      { numRuns: 1000 },
-    );
+    agreesWithPerNode(clusterArb(LOPSIDED), podArb, 1000);
   });
 
-  it("says the same after nodes change, whether the classes are kept or made again", () => {
+  it("says the same after nodes change, whether the classes or name index are kept or made again", () => {
     // The updates a watched node list sees: a status heartbeat, a new hostname, a new name, a new
     // allocatable, a cordon, a node gone.
     const edits = ["heartbeat", "hostname", "rename", "allocatable", "cordon", "remove"] as const;
@@ -258,16 +343,23 @@ describe("node fit per class", () => {
     };
     const editsArb = fc.array(fc.tuple(fc.nat(19), fc.constantFrom(...edits)), { maxLength: 3 });
     fc.assert(
-      fc.property(clusterArb(), editsArb, podArb, (nodes, changes, input) => {
-        const after = nodes.map(n => [n]);
-        for (const [i, how] of changes)
-          after[i % nodes.length] = edit(nodes[i % nodes.length], how);
-        nodeClasses(nodes); // the list before: its classes are kept or not
-        const changed = after.flat();
-        expect(checkNodeFit(changed, input)).toEqual(
-          checkNodeFit(changed, input, singleNodeClasses),
-        );
-      }),
+      fc.property(
+        clusterArb(),
+        editsArb,
+        fc.oneof(podArb, namedPodArb),
+        (nodes, changes, input) => {
+          const after = nodes.map(n => [n]);
+          for (const [i, how] of changes)
+            after[i % nodes.length] = edit(nodes[i % nodes.length], how);
+          // The list before: its classes (and its name index, for a pod naming nodes) kept or not.
+          nodeClasses(nodes);
+          checkNodeFit(nodes, input);
+          const changed = after.flat();
+          expect(checkNodeFit(changed, input)).toEqual(
+            checkNodeFit(changed, input, singleNodeClasses),
+          );
+        },
+      ),
       { numRuns: 1500 },
     );
   });
@@ -288,16 +380,7 @@ describe("node fit per class", () => {
     const spec: V1PodSpec = {
       containers: [{ name: "agent", image: "x", resources: { requests: { memory: "20Gi" } } }],
     };
-    const input: NodeFitInput = {
-      subject: "DaemonSet ops/agent",
-      spec,
-      pod: podResources(
-        { metadata: {}, spec, path: "" },
-        { requests: new Map(), limits: new Map() },
-      ),
-      isPod: false,
-      daemonSet: true,
-    };
+    const input = fitInput("DaemonSet ops/agent", spec, true);
     expect(nodeClasses(nodes).classes).toHaveLength(3);
     const [violation] = checkNodeFit(nodes, input).violations;
     expect(violation.message).toContain(
@@ -422,6 +505,51 @@ describe("node classes", () => {
     expect(nodeClasses(renamed)).not.toBe(first);
     expect(nodeClasses(renamed).classes[0].names.slice(0, 2)).toEqual(["other", "node-3"]);
     expect(nodeClasses(nodes.slice(1))).not.toBe(nodeClasses(renamed));
+  });
+
+  it("judges a DaemonSet pod on 10,000 nodes on its own node, without reading the others", () => {
+    let reads = 0; // of a node's spec: what the filters read of every node they judge
+    const nodes = cluster(10_000).map(({ spec, ...rest }) =>
+      Object.defineProperty(rest, "spec", { enumerable: true, get: () => (reads++, spec) }),
+    ) as V1Node[];
+    nodes[1].spec!.unschedulable = true; // unschedulable for pods that do not tolerate it
+    const spec: V1PodSpec = {
+      containers: [{ name: "agent", image: "x", resources: { requests: { memory: "40Gi" } } }],
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [
+              { matchFields: [{ key: "metadata.name", operator: "In", values: ["node-4242"] }] },
+            ],
+          },
+        },
+      },
+    };
+    const input = fitInput("DaemonSet kube-system/agent", spec, true);
+    checkNodeFit(nodes, input); // indexes the list by name, once
+    reads = 0;
+    const { violations } = checkNodeFit(nodes, input);
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThan(10);
+    expect(violations[0].message).toContain(
+      'on 1 of 1 eligible nodes, which cannot allocate its requests: node "node-4242" (memory: asks 40Gi, 30Gi allocatable) (1 of 10000 nodes are candidates; excluded: 9999 by nodeSelector/affinity)',
+    );
+    expect(checkNodeFit(nodes, input)).toEqual(checkNodeFit(nodes, input, singleNodeClasses));
+    // A pod that does not tolerate the cordon: the cordoned node counts as unschedulable.
+    const plain = { ...input, daemonSet: false };
+    reads = 0;
+    expect(checkNodeFit(nodes, plain).violations[0].message).toContain(
+      "(1 of 10000 nodes are candidates; excluded: 9998 by nodeSelector/affinity, 1 by unschedulable)",
+    );
+    expect(reads).toBeLessThan(10);
+    expect(checkNodeFit(nodes, plain)).toEqual(checkNodeFit(nodes, plain, singleNodeClasses));
+    // Bound by spec.nodeName: the same, every other node left out by nodeName.
+    const bound = { ...input, spec: { ...spec, affinity: undefined, nodeName: "node-4242" } };
+    reads = 0;
+    expect(checkNodeFit(nodes, bound).violations[0].message).toContain(
+      "(1 of 10000 nodes are candidates; excluded: 9999 by nodeName)",
+    );
+    expect(reads).toBeLessThan(10);
   });
 
   it("judges node by node when node identity matters to the pod", () => {
