@@ -7,14 +7,13 @@
 //
 // Profiled figures are inflated by the profiler and the shared machine; compare them with each other,
 // and measure costs with `npm run bench`.
-import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import type { KubeObject } from "../lib/pod";
-import { applyPatch, podCreateReview } from "../test/support/admission";
 import { bundlePath, REPO_ROOT, startController } from "../test/support/controller";
+import { seedPodBodies } from "./bodies";
+import { pidOnPort } from "./proc";
 import { seedWorkloads } from "../test/support/manifests";
 import { startStandIn } from "../test/support/stand-in-api";
 import { cachesSynced } from "../test/support/wait";
@@ -116,23 +115,7 @@ async function main() {
   const pods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
   const api = await startStandIn({ objects: seeds.cluster });
   try {
-    // Validate bodies hold the pods as our own mutation left them (as the API server stores them).
-    const bodies: string[] = [];
-    const mutator = await startController({ api, env: { LOG_LEVEL: "warn" } });
-    try {
-      for (const pod of pods) {
-        const review = podCreateReview(pod);
-        if (MODE === "validate") {
-          const answer = await mutator.mutate(review);
-          const object = applyPatch(review.request!.object as KubeObject, answer.response!);
-          review.request = { ...review.request!, object };
-        }
-        bodies.push(JSON.stringify(review));
-      }
-    } finally {
-      await mutator.stop();
-    }
-
+    const bodies = await seedPodBodies(api, pods, MODE);
     mkdirSync(join(REPO_ROOT, "bench/runs"), { recursive: true });
     const controller = await startController({
       api,
@@ -144,8 +127,7 @@ async function main() {
     });
     try {
       await cachesSynced(api);
-      const ss = execFileSync("ss", ["-Hltnp", `sport = :${controller.port}`]).toString();
-      const pid = Number(/pid=(\d+)/.exec(ss)?.[1]);
+      const pid = pidOnPort(controller.port);
       const path = `/${MODE}/${controller.apiPath}`;
       await drive(controller.url, path, bodies, 3); // warm-up: JIT, caches
       process.kill(pid, "SIGUSR2");

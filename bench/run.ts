@@ -23,7 +23,8 @@ import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { build } from "esbuild";
+import { buildFloor } from "./floor";
+import { cpuSeconds, memoryMb, pidOnPort } from "./proc";
 import { pacedLoad } from "./paced";
 import type { KubeObject } from "../lib/pod";
 import { applyPatch, podCreateReview, workloadReview } from "../test/support/admission";
@@ -53,36 +54,9 @@ const PACED_RATE = 200;
 // stock Pepr); only the benchmark's own copy of Pepr gets it.
 const PATCH = join(REPO_ROOT, "bench/pepr-1.1.4.patch");
 const PKG = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
-const CLK_TCK = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
 // ---------------------------------------------------------------------------------------------
 // Builds
-
-/**
- * Pepr's floor bundle. `pepr build -e bench/pepr-floor.ts` takes the entry point's directory as
- * the module root (it looks for bench/package.json and bench/tsconfig.json, and fails), so the
- * entry is bundled here with the options of pepr build (src/cli/build/buildModule.ts): Pepr and
- * its dependencies external, CommonJS, minified, names kept. Pepr itself is never in the bundle:
- * at run time `require("pepr")` loads node_modules/pepr/dist/lib.js.
- */
-async function buildFloor(outfile: string) {
-  const peprPkg = JSON.parse(
-    readFileSync(join(REPO_ROOT, "node_modules/pepr/package.json"), "utf8"),
-  );
-  await build({
-    absWorkingDir: REPO_ROOT,
-    bundle: true,
-    entryPoints: ["bench/pepr-floor.ts"],
-    external: [...Object.keys(peprPkg.dependencies), "pepr", "@kubernetes/client-node"],
-    format: "cjs",
-    keepNames: true,
-    minify: true,
-    outfile,
-    platform: "node",
-    treeShaking: true,
-    logLevel: "warning",
-  });
-}
 
 function patchApplies(dir: string, reverse: boolean): boolean {
   try {
@@ -201,30 +175,6 @@ async function startPepr(
     paths: { mutate: `/mutate/${controller.apiPath}`, validate: `/validate/${controller.apiPath}` },
     stop: () => controller.stop(),
   };
-}
-
-/** The controller's pid: the harness does not expose it; /proc/net/tcp + fds would, ss is simpler. */
-function pidOnPort(port: number): number {
-  const out = execFileSync("ss", ["-Hltnp", `sport = :${port}`]).toString();
-  const m = /pid=(\d+)/.exec(out);
-  if (!m) throw new Error(`no process listens on ${port}: ${out}`);
-  return Number(m[1]);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The process's CPU and memory, from /proc
-
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // utime and stime are fields 14 and 15 of the line, 12 and 13 after "pid (comm) ".
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
-
-function memoryMb(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
-  return { rss: kb("VmRSS") / 1024, hwm: kb("VmHWM") / 1024 };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,135 @@
+// Steady-state A/B of server CPU per request: Pepr's floor, the module, and variants of the module
+// with other settings, side by side on the same stand-in API, in rounds (each round: each server in
+// turn), medians. For the question "what does this policy / setting / change cost?", which the full
+// benchmark answers only roughly (short runs, many scenarios).
+//
+//   npm run ab -- validate                                  floor vs ours, 8 rounds of 2 s
+//   npm run ab -- mutate --rounds 12
+//   npm run ab -- validate --variant quota-off:ADMISSION_GUARD_RESOURCE_QUOTA_ENABLED=false \
+//                          --variant no-log:LOG_LEVEL=error
+//   npm run ab -- validate --bundle before=/tmp/old-bundle.js   another build of the module
+//
+// The seeds' pods (examples/), 8 connections, LOG_LEVEL=warn unless a variant says otherwise.
+import { join } from "node:path";
+import autocannon from "autocannon";
+import {
+  bundlePath,
+  REPO_ROOT,
+  startController,
+  type Controller,
+} from "../test/support/controller";
+import { seedWorkloads } from "../test/support/manifests";
+import { startStandIn } from "../test/support/stand-in-api";
+import { cachesSynced } from "../test/support/wait";
+import { seedPodBodies } from "./bodies";
+import { buildFloor } from "./floor";
+import { cpuSeconds, pidOnPort } from "./proc";
+
+interface Config {
+  name: string;
+  bundle: string;
+  env: Record<string, string>;
+}
+
+function parseArgs(argv: string[]) {
+  const mode: "mutate" | "validate" = argv[0] === "mutate" ? "mutate" : "validate";
+  const configs: Config[] = [];
+  let rounds = 8;
+  let seconds = 2;
+  for (let i = 1; i < argv.length; i++) {
+    const [flag, value] = [argv[i], argv[i + 1] ?? ""];
+    if (flag === "--rounds") rounds = Number(value);
+    else if (flag === "--seconds") seconds = Number(value);
+    else if (flag === "--variant") {
+      // name:ENV=value,ENV=value
+      const at = value.indexOf(":");
+      if (at < 1) throw new Error(`--variant ${value}: expected name:ENV=value,...`);
+      const env = Object.fromEntries(
+        value
+          .slice(at + 1)
+          .split(",")
+          .map(kv => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+      );
+      configs.push({ name: value.slice(0, at), bundle: bundlePath(), env });
+    } else if (flag === "--bundle") {
+      // name=path of another build of the module
+      const at = value.indexOf("=");
+      if (at < 1) throw new Error(`--bundle ${value}: expected name=path`);
+      configs.push({ name: value.slice(0, at), bundle: value.slice(at + 1), env: {} });
+    } else throw new Error(`unknown argument ${flag}`);
+    i++;
+  }
+  if (!(rounds > 0 && seconds > 0)) throw new Error("--rounds and --seconds must be positive");
+  return { mode, configs, rounds, seconds };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+  const { mode, configs: variants, rounds, seconds } = parseArgs(process.argv.slice(2));
+  const floorBundle = join(REPO_ROOT, "bench/runs/floor/ab-floor.js");
+  await buildFloor(floorBundle);
+  const configs: Config[] = [
+    { name: "pepr-floor", bundle: floorBundle, env: {} },
+    { name: "ours", bundle: bundlePath(), env: {} },
+    ...variants,
+  ];
+  const seeds = seedWorkloads();
+  const pods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
+  const api = await startStandIn({ objects: seeds.cluster });
+  const servers: { config: Config; controller: Controller; pid: number; us: number[] }[] = [];
+  try {
+    const bodies = await seedPodBodies(api, pods, mode);
+    for (const config of configs) {
+      const controller = await startController({
+        api,
+        bundle: config.bundle,
+        env: { LOG_LEVEL: "warn", ...config.env },
+      });
+      servers.push({ config, controller, pid: pidOnPort(controller.port), us: [] });
+    }
+    await cachesSynced(api);
+    const drive = (controller: Controller, duration: number) =>
+      new Promise<autocannon.Result>((ok, fail) =>
+        autocannon(
+          {
+            url: controller.url,
+            duration,
+            connections: 8,
+            requests: bodies.map(body => ({
+              method: "POST" as const,
+              path: `/${mode}/${controller.apiPath}`,
+              headers: { "content-type": "application/json" },
+              body,
+            })),
+          },
+          (err: Error | null, r: autocannon.Result) => (err ? fail(err) : ok(r)),
+        ),
+      );
+    for (const s of servers) await drive(s.controller, 3); // warm-up
+    for (let round = 1; round <= rounds; round++) {
+      for (const s of servers) {
+        const before = cpuSeconds(s.pid);
+        const r = await drive(s.controller, seconds);
+        const errors = r.non2xx + r.errors + r.timeouts;
+        if (errors) throw new Error(`${s.config.name}: ${errors} errors`);
+        s.us.push(((cpuSeconds(s.pid) - before) * 1e6) / r["2xx"]);
+      }
+      process.stderr.write(`round ${round}/${rounds}\n`);
+    }
+    const floor = median(servers[0].us);
+    console.log(`${mode}, ${rounds} rounds of ${seconds} s, CPU µs per request (median; rounds)`);
+    for (const s of servers)
+      console.log(
+        `${s.config.name.padEnd(24)} ${median(s.us).toFixed(0).padStart(6)} µs  ×${(median(s.us) / floor).toFixed(2)}  (${s.us.map(u => u.toFixed(0)).join(" ")})`,
+      );
+  } finally {
+    for (const s of servers) await s.controller.stop().catch(() => undefined);
+    await api.stop();
+  }
+}
+
+main().catch(e => {
+  console.error(e);
+  process.exit(1);
+});
