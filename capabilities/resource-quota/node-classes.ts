@@ -211,7 +211,8 @@ export function namesOf(spec: V1PodSpec): unknown[] | undefined {
       term.matchFields,
     ).find(f => f.key === "metadata.name" && f.operator === "In");
     if (!byName) return undefined;
-    if (Array.isArray(byName.values)) names.push(...byName.values);
+    // A loop, not push(...values): a list of 100k+ values would overflow the call stack.
+    if (Array.isArray(byName.values)) for (const v of byName.values) names.push(v);
   }
   return terms.length ? names : undefined;
 }
