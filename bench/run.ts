@@ -5,6 +5,8 @@
 //   bare         a bare Node.js HTTPS server: reads and parses the review, answers a fixed "allowed"
 //   pepr-floor   Pepr with only hello-pepr (bench/pepr-floor.ts, acting in every namespace)
 //   ours         dist/pepr-<uuid>.js: every capability of capabilities/index.ts
+//                (both at the module's deployed log level, package.json pepr.logLevel: warn)
+//   ... @info    the same two bundles at Pepr's default log level
 //   ... +patch   the same two bundles on a copy of Pepr with bench/pepr-1.1.4.patch applied
 // Runs are interleaved (for each repetition, each scenario, each configuration) so that a busy
 // machine slows all configurations alike: trust the ratios, not the absolute figures.
@@ -54,6 +56,8 @@ const PACED_RATE = 200;
 // stock Pepr); only the benchmark's own copy of Pepr gets it.
 const PATCH = join(REPO_ROOT, "bench/pepr-1.1.4.patch");
 const PKG = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+/** The level the module is deployed with (package.json pepr.logLevel); Pepr's default is info. */
+const DEPLOYED_LOG_LEVEL: string = PKG.pepr.logLevel ?? "info";
 
 // ---------------------------------------------------------------------------------------------
 // Builds
@@ -159,12 +163,11 @@ async function startPepr(
   name: string,
   api: StandInApi,
   bundle: string,
-  logLevel = "info",
+  logLevel = DEPLOYED_LOG_LEVEL,
 ): Promise<Server> {
   const controller: Controller = await startController({
     api,
     bundle,
-    // info: Pepr's default level, as deployed (package.json has no pepr.logLevel).
     env: { LOG_LEVEL: logLevel },
   });
   const pid = pidOnPort(controller.port);
@@ -447,7 +450,7 @@ function addRatios(entries: Entry[]) {
   for (const e of entries) {
     const same = (config: string) =>
       entries.find(x => x.scenario === e.scenario && x.config === config)?.cpu_us_per_req ?? null;
-    // Variants (+patch, @warn) compare with the floor of the same variant: what our code adds.
+    // Variants (+patch, @info) compare with the floor of the same variant: what our code adds.
     const variant = /[+@].*$/.exec(e.config)?.[0] ?? "";
     const floor = same(`pepr-floor${variant}`);
     const bare = same("bare");
@@ -492,8 +495,8 @@ async function soakRun(
   bundle: string,
   scenario: Scenario,
   log: (msg: string) => void,
-  name = "ours",
-  logLevel = "info",
+  name: string,
+  logLevel: string,
 ) {
   const server = await startPepr(name, api, bundle, logLevel);
   try {
@@ -543,10 +546,11 @@ async function main() {
     };
     try {
       const soak = [
-        await soakRun(api, stock.ours, scenario, log),
-        await soakRun(api, stock.ours, scenario, log, "ours@warn", "warn"),
+        await soakRun(api, stock.ours, scenario, log, "ours@info", "info"),
+        await soakRun(api, stock.ours, scenario, log, "ours", DEPLOYED_LOG_LEVEL),
       ];
-      if (patched) soak.push(await soakRun(api, patched.ours, scenario, log, "ours+patch"));
+      if (patched)
+        soak.push(await soakRun(api, patched.ours, scenario, log, "ours+patch@info", "info"));
       writeFileSync(join(RUNS, "soak.json"), JSON.stringify(soak, null, 2) + "\n");
     } finally {
       await api.stop();
@@ -559,11 +563,11 @@ async function main() {
   };
   try {
     servers.push(await startBare(api));
+    // At the deployed level (warn: Pepr's per-request info lines off), and at Pepr's default, info.
     servers.push(await startPepr("pepr-floor", api, stock.floor));
     servers.push(await startPepr("ours", api, stock.ours));
-    // What the stock image can do without a patch: Pepr's per-request info lines off.
-    servers.push(await startPepr("pepr-floor@warn", api, stock.floor, "warn"));
-    servers.push(await startPepr("ours@warn", api, stock.ours, "warn"));
+    servers.push(await startPepr("pepr-floor@info", api, stock.floor, "info"));
+    servers.push(await startPepr("ours@info", api, stock.ours, "info"));
     if (patched) {
       servers.push(await startPepr("pepr-floor+patch", api, patched.floor));
       servers.push(await startPepr("ours+patch", api, patched.ours));
@@ -604,7 +608,7 @@ async function main() {
       const key = `${scenario}\u0000${config}`;
       samples.set(key, [...(samples.get(key) ?? []), sample]);
     };
-    // The variants (patched Pepr, LOG_LEVEL=warn) are measured on the pods: saturation only.
+    // The variants (patched Pepr, LOG_LEVEL=info) are measured on the pods: saturation only.
     const variantScenarios = new Set([scenarios[0].name, scenarios[1].name, scenarios[2].name]);
     // Warm-up: JIT and caches (ServiceAccount ensured, access reviews cached), not recorded.
     for (const scenario of [...scenarios, ...growth])
@@ -656,7 +660,9 @@ async function main() {
       }
     }
 
-    const soak = SOAK ? await soakRun(api, stock.ours, scenarios[0], log) : undefined;
+    const soak = SOAK
+      ? await soakRun(api, stock.ours, scenarios[0], log, "ours", DEPLOYED_LOG_LEVEL)
+      : undefined;
 
     const entries = [...samples.entries()].map(([key, list]) => {
       const [scenario, config] = key.split("\u0000");
