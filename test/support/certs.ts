@@ -35,8 +35,12 @@ function certificate(
 ): pki.Certificate {
   const cert = forge.pki.createCertificate();
   cert.publicKey = publicKey;
-  // Positive serial: a leading 0x00 byte keeps the DER integer from reading as negative.
-  cert.serialNumber = "00" + randomBytes(8).toString("hex");
+  // A positive serial in minimal DER: first byte 0x01–0x7f. (It used to be "00" + random bytes;
+  // forge drops one leading zero, so a random first byte of 0x00 — 1 cert in 256 — left a
+  // redundant one, which OpenSSL rejects with "illegal padding": a rare e2e start-up failure.)
+  const serial = randomBytes(8);
+  serial[0] = (serial[0] & 0x7f) | 0x01;
+  cert.serialNumber = serial.toString("hex");
   cert.validity.notBefore = new Date(Date.now() - 60_000);
   cert.validity.notAfter = new Date(Date.now() + 7 * 24 * 3600_000);
   cert.setSubject([{ name: "commonName", value: subjectCN }]);
