@@ -134,7 +134,6 @@ function checkResources(object: KubeObject, template: PodTemplateRef, ctx: RuleC
         subject,
         spec: template.spec,
         pod,
-        isPod: isPod(object),
         daemonSet: object.kind === "DaemonSet",
       });
       findings.violations.push(...result.violations);

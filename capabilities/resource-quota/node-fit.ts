@@ -183,7 +183,6 @@ export interface NodeFitInput {
   subject: string;
   spec: V1PodSpec;
   pod: PodResources;
-  isPod: boolean;
   daemonSet: boolean;
 }
 

@@ -125,7 +125,6 @@ const fitInput = (subject: string, spec: V1PodSpec, daemonSet: boolean): NodeFit
   subject,
   spec,
   pod: podResources({ metadata: {}, spec, path: "" }, { requests: new Map(), limits: new Map() }),
-  isPod: !daemonSet,
   daemonSet,
 });
 
