@@ -11,7 +11,6 @@
 //
 // The seeds' pods (examples/), 8 connections, LOG_LEVEL=warn unless a variant says otherwise.
 import { join } from "node:path";
-import autocannon from "autocannon";
 import {
   bundlePath,
   REPO_ROOT,
@@ -21,7 +20,7 @@ import {
 import { seedWorkloads } from "../test/support/manifests";
 import { startStandIn } from "../test/support/stand-in-api";
 import { cachesSynced } from "../test/support/wait";
-import { seedPodBodies } from "./bodies";
+import { drive, seedPodBodies } from "./bodies";
 import { buildFloor } from "./floor";
 import { cpuSeconds, pidOnPort } from "./proc";
 
@@ -89,28 +88,13 @@ async function main() {
       servers.push({ config, controller, pid: pidOnPort(controller.port), us: [] });
     }
     await cachesSynced(api);
-    const drive = (controller: Controller, duration: number) =>
-      new Promise<autocannon.Result>((ok, fail) =>
-        autocannon(
-          {
-            url: controller.url,
-            duration,
-            connections: 8,
-            requests: bodies.map(body => ({
-              method: "POST" as const,
-              path: `/${mode}/${controller.apiPath}`,
-              headers: { "content-type": "application/json" },
-              body,
-            })),
-          },
-          (err: Error | null, r: autocannon.Result) => (err ? fail(err) : ok(r)),
-        ),
-      );
-    for (const s of servers) await drive(s.controller, 3); // warm-up
+    const load = (controller: Controller, duration: number) =>
+      drive(controller.url, `/${mode}/${controller.apiPath}`, bodies, duration);
+    for (const s of servers) await load(s.controller, 3); // warm-up
     for (let round = 1; round <= rounds; round++) {
       for (const s of servers) {
         const before = cpuSeconds(s.pid);
-        const r = await drive(s.controller, seconds);
+        const r = await load(s.controller, seconds);
         const errors = r.non2xx + r.errors + r.timeouts;
         if (errors) throw new Error(`${s.config.name}: ${errors} errors`);
         s.us.push(((cpuSeconds(s.pid) - before) * 1e6) / r["2xx"]);

@@ -1,5 +1,7 @@
-// Review bodies of the seeds' pods for the profiling and A/B tools: a mutate body is the Pod
-// CREATE review the API server sends; a validate body holds the pod as our own mutation left it.
+// Review bodies of the seeds' pods for the profiling and A/B tools, and the load that sends them:
+// a mutate body is the Pod CREATE review the API server sends; a validate body holds the pod as our
+// own mutation left it.
+import autocannon from "autocannon";
 import type { KubeObject } from "../lib/pod";
 import { applyPatch, podCreateReview } from "../test/support/admission";
 import { startController } from "../test/support/controller";
@@ -26,4 +28,24 @@ export async function seedPodBodies(
     await mutator.stop();
   }
   return bodies;
+}
+
+/** Sends the bodies in turn to one path for `duration` seconds at 8 keep-alive connections. */
+export function drive(url: string, path: string, bodies: string[], duration: number) {
+  return new Promise<autocannon.Result>((ok, fail) =>
+    autocannon(
+      {
+        url,
+        duration,
+        connections: 8,
+        requests: bodies.map(body => ({
+          method: "POST" as const,
+          path,
+          headers: { "content-type": "application/json" },
+          body,
+        })),
+      },
+      (err: Error | null, r: autocannon.Result) => (err ? fail(err) : ok(r)),
+    ),
+  );
 }

@@ -10,9 +10,8 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { join } from "node:path";
-import autocannon from "autocannon";
 import { bundlePath, REPO_ROOT, startController } from "../test/support/controller";
-import { seedPodBodies } from "./bodies";
+import { drive, seedPodBodies } from "./bodies";
 import { pidOnPort } from "./proc";
 import { seedWorkloads } from "../test/support/manifests";
 import { startStandIn } from "../test/support/stand-in-api";
@@ -31,25 +30,6 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
-}
-
-function drive(url: string, path: string, bodies: string[], duration: number) {
-  return new Promise<autocannon.Result>((ok, fail) =>
-    autocannon(
-      {
-        url,
-        duration,
-        connections: 8,
-        requests: bodies.map(body => ({
-          method: "POST" as const,
-          path,
-          headers: { "content-type": "application/json" },
-          body,
-        })),
-      },
-      (err: Error | null, r: autocannon.Result) => (err ? fail(err) : ok(r)),
-    ),
-  );
 }
 
 /** Where a profiled function comes from: a package, node itself, or our source file and line. */

@@ -25,6 +25,15 @@ export function inNamespace(obj: KubeObject, namespace: string): KubeObject {
   return copy;
 }
 
+/** A Node whose capacity is its allocatable, labelled with its hostname as the kubelet does. */
+export const node = (name: string, allocatable: Record<string, string>): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Node",
+  metadata: { name, labels: { "kubernetes.io/hostname": name } },
+  spec: {},
+  status: { capacity: allocatable, allocatable },
+});
+
 export const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
   kind: "Pod",

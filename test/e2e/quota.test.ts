@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import type { KubeObject } from "../../lib/pod";
 import { REPO_ROOT, startController, type Controller } from "../support/controller";
+import { node } from "./cases";
 import { loadManifests } from "../support/manifests";
 import { checkParity, type ParityReport } from "../support/parity";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
@@ -27,14 +28,6 @@ const quota = (
   metadata: { name, namespace: ns },
   spec: { hard },
   status: { hard, used },
-});
-
-const node = (name: string, allocatable: Record<string, string>): KubeObject => ({
-  apiVersion: "v1",
-  kind: "Node",
-  metadata: { name, labels: { "kubernetes.io/hostname": name } },
-  spec: {},
-  status: { capacity: allocatable, allocatable },
 });
 
 /** Seed 001's quota: 100 cores of requests, `used` of them taken. */

@@ -9,6 +9,7 @@ import type { KubeObject } from "../../lib/pod";
 import { admit } from "../support/admission";
 import { describeAttributes } from "../support/authorization";
 import { REPO_ROOT, startController, type Controller } from "../support/controller";
+import { node } from "./cases";
 import { loadManifests } from "../support/manifests";
 import {
   forbiddenRequests,
@@ -24,13 +25,6 @@ const namespace = (name: string, annotations: Record<string, string> = {}): Kube
   apiVersion: "v1",
   kind: "Namespace",
   metadata: { name, annotations, creationTimestamp: new Date("2024-05-12T14:00:00Z") },
-});
-const node = (name: string, allocatable: Record<string, string>): KubeObject => ({
-  apiVersion: "v1",
-  kind: "Node",
-  metadata: { name, labels: { "kubernetes.io/hostname": name } },
-  spec: {},
-  status: { capacity: allocatable, allocatable },
 });
 const cluster: KubeObject[] = [
   namespace("llama-index"),
