@@ -243,25 +243,9 @@ function nameIndex(nodes: V1Node[]): NameIndex {
 }
 
 function reindexed(last: { nodes: V1Node[]; index: NameIndex }, nodes: V1Node[]) {
-  if (!Array.isArray(nodes) || last.nodes.length !== nodes.length) return undefined;
-  let infos: NodeInfo[] | undefined;
-  let position = 0;
-  // Entries that are not objects are no nodes: positions count the others.
-  const allNodes = last.index.infos.length === nodes.length;
-  for (let i = 0; i < nodes.length; i++) {
-    const before = last.nodes[i];
-    const after = nodes[i];
-    if (before !== after) {
-      if (!isRecord(before) || !isRecord(after)) return undefined;
-      const was = nodeInfo(before);
-      const is = nodeInfo(after);
-      if (was.signature === null || was.signature !== is.signature) return undefined;
-      if (was.node.metadata?.name !== is.node.metadata?.name) return undefined;
-      (infos ??= [...last.index.infos])[allNodes ? i : position] = is;
-    }
-    if (!allNodes && isRecord(after)) position++;
-  }
-  return infos ? { ...last.index, infos } : last.index;
+  // Same names and signatures in the same places: only the node objects (their infos) change.
+  if (!Array.isArray(nodes) || !sameClasses(last.nodes, nodes)) return undefined;
+  return { ...last.index, infos: nodes.filter(isRecord).map(nodeInfo) };
 }
 
 function indexByName(nodes: V1Node[]): NameIndex {
