@@ -16,7 +16,17 @@ const compat = new FlatCompat({
 
 export default [
   {
-    ignores: ["**/node_modules", "**/dist", "coverage", ".e2e", "bench/runs", "jest.config.js"],
+    // CommonJS files jest loads itself (configs, the cluster suite's test sequencer).
+    ignores: [
+      "**/node_modules",
+      "**/dist",
+      "coverage",
+      ".e2e",
+      "bench/runs",
+      "jest.config.js",
+      "jest.cluster.config.js",
+      "test/cluster/support/sequencer.js",
+    ],
   },
   ...compat.extends("eslint:recommended", "plugin:@typescript-eslint/recommended"),
   {

@@ -16,6 +16,8 @@ module.exports = {
   testEnvironment: "node",
   roots: ["<rootDir>/test"],
   testMatch: ["**/*.test.ts"],
+  // The real-Kubernetes suite has its own config (jest.cluster.config.js, npm run test:cluster).
+  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster/"],
   transform: {
     "^.+\\.[tj]s$": ["ts-jest", { tsconfig: "tsconfig.test.json" }],
   },

@@ -2,7 +2,12 @@
 // from caches that watches keep up to date in the admission process itself, so no request waits on
 // the API server. The only calls made during a request are the ones that must be (create a missing
 // ServiceAccount, ask a SubjectAccessReview), each bounded by API_BUDGET_MS, well under the webhook
-// timeout; answers are cached briefly.
+// timeout; access answers are cached briefly.
+//
+// ServiceAccounts are known from a watch, never from memory of having made them: an account deleted
+// by an admin or a GitOps prune is missing from the cache at once, and the next pod that needs it
+// creates it again before it is moved there (the API server refuses a pod whose account does not
+// exist, after the mutating webhooks).
 //
 // Staleness: a watch event reaches the cache typically within milliseconds; kubernetes-fluent-client
 // re-lists every 10 minutes and reconnects on errors. Before the first list completes, a kind has
@@ -26,8 +31,18 @@ import type { KubeObject } from "./pod";
 
 /** Longest a request may wait on the API server; the webhook timeout (package.json) is 10 s. */
 export const API_BUDGET_MS = 3000;
-/** How long an answer from the API server (access review, ServiceAccount seen) is reused. */
+/** How long an access review's "allowed" is reused. */
 export const ANSWER_TTL_MS = 30_000;
+/**
+ * How long a "not allowed" is reused: short, because the denial tells the user to grant access and
+ * try again, and RBAC changes take effect at once in the API server.
+ */
+export const DENIED_ANSWER_TTL_MS = 3_000;
+/**
+ * How long a ServiceAccount this process created counts as existing before its watch shows it (the
+ * watch event normally comes within milliseconds; a watch that is down must not hide it for long).
+ */
+export const CREATED_GRACE_MS = 10_000;
 /** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
 export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;
 /** ServiceAccounts of new namespaces created at most this many at a time. */
@@ -57,6 +72,8 @@ export class WatchedStore<T extends KubernetesObject> {
     private readonly model: GenericClass,
     private readonly what: string,
     private readonly log?: Logger,
+    /** What is kept of each object (default: all of it): caches of many objects keep what rules read. */
+    private readonly keep: (obj: T) => T = obj => obj,
   ) {}
 
   static key(obj: { metadata?: { namespace?: string; name?: string } }): string {
@@ -69,7 +86,8 @@ export class WatchedStore<T extends KubernetesObject> {
   private everything?: T[];
 
   /** Applies one watch event; public so tests can feed the store directly. */
-  apply(obj: T, phase: string): void {
+  apply(received: T, phase: string): void {
+    const obj = this.keep(received);
     const key = WatchedStore.key(obj);
     const ns = obj.metadata?.namespace ?? "";
     const previous = this.items.get(key);
@@ -142,7 +160,9 @@ export function describeError(err: unknown): string {
     const code = (cause as Error & { code?: string }).code;
     return `${err.message}: ${code ? `${code} ` : ""}${cause.message}`;
   }
-  return err.message;
+  // A failed watch list says `list failed: 403 Forbidden [["audit-id","..."],...]`: the response
+  // headers say nothing to an operator.
+  return err.message.replace(/ \[\[".*$/s, "");
 }
 
 /** Rejects after ms with a clear message; the API call itself is left to finish or fail. */
@@ -163,8 +183,11 @@ export class LiveCluster implements ClusterView {
   readonly quotas: WatchedStore<V1ResourceQuota & KubernetesObject>;
   readonly limitRangeStore: WatchedStore<V1LimitRange & KubernetesObject>;
   readonly nodeStore: WatchedStore<V1Node & KubernetesObject>;
-  /** ServiceAccounts this process has seen or created: name → expiry. */
-  private readonly knownServiceAccounts = new Map<string, number>();
+  readonly serviceAccounts: WatchedStore<V1ServiceAccount & KubernetesObject>;
+  /** ServiceAccounts this process created that the watch has not shown yet: "ns/name" → until. */
+  private readonly justCreated = new Map<string, number>();
+  /** Creations in flight: pods of one namespace admitted at once share one API call. */
+  private readonly creating = new Map<string, Promise<EnsureResult>>();
   private readonly accessAnswers = new Map<string, { allowed: boolean; expires: number }>();
 
   constructor(
@@ -176,11 +199,23 @@ export class LiveCluster implements ClusterView {
     this.quotas = new WatchedStore(kind.ResourceQuota, "resourcequotas", log);
     this.limitRangeStore = new WatchedStore(kind.LimitRange, "limitranges", log);
     this.nodeStore = new WatchedStore(kind.Node, "nodes", log);
+    // Only names are read: a cluster's every ServiceAccount, kept small.
+    this.serviceAccounts = new WatchedStore(kind.ServiceAccount, "serviceaccounts", log, sa => ({
+      metadata: { namespace: sa.metadata?.namespace, name: sa.metadata?.name },
+    }));
+    // Once the watch shows an account (or its deletion), the watch is what counts.
+    this.serviceAccounts.listeners.push(sa => this.justCreated.delete(WatchedStore.key(sa)));
   }
 
   /** Starts every watch; failures are logged and retried by the watcher, never thrown. */
   start(): void {
-    for (const store of [this.namespaces, this.quotas, this.limitRangeStore, this.nodeStore]) {
+    for (const store of [
+      this.namespaces,
+      this.quotas,
+      this.limitRangeStore,
+      this.nodeStore,
+      this.serviceAccounts,
+    ]) {
       store
         .start()
         .catch(e =>
@@ -193,8 +228,8 @@ export class LiveCluster implements ClusterView {
    * A namespace that was just created gets its ServiceAccount. "Just created" is judged by its
    * creationTimestamp, not by the watch phase: the watcher reports every existing namespace as ADDED
    * on its first list and after each re-list, and a burst of API calls at start-up is pointless
-   * (their pods ensure it anyway). A deleted namespace's ServiceAccounts are forgotten, so a
-   * namespace created again under the same name gets them again.
+   * (their pods ensure it anyway). A namespace created again under the same name gets them again:
+   * the ServiceAccount watch has seen them deleted with it.
    */
   // Namespaces can appear by the thousand (a GitOps sync, a test cluster): their ServiceAccounts are
   // created a few at a time, so the API calls never crowd out the admission path.
@@ -223,8 +258,8 @@ export class LiveCluster implements ClusterView {
     const name = obj.metadata?.name;
     if (!name) return;
     if (phase === "DELETED") {
-      for (const key of [...this.knownServiceAccounts.keys()])
-        if (key.startsWith(`${name}/`)) this.knownServiceAccounts.delete(key);
+      for (const key of [...this.justCreated.keys()])
+        if (key.startsWith(`${name}/`)) this.justCreated.delete(key);
       return;
     }
     const status = obj.status as { phase?: string } | undefined;
@@ -271,8 +306,11 @@ export class LiveCluster implements ClusterView {
   }
 
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {
-    const expires = this.knownServiceAccounts.get(`${namespace}/${name}`);
-    return expires && expires > Date.now() ? { metadata: { namespace, name } } : undefined;
+    const key = `${namespace}/${name}`;
+    const seen = this.serviceAccounts.items.get(key);
+    if (seen) return seen;
+    if ((this.justCreated.get(key) ?? 0) > Date.now()) return { metadata: { namespace, name } };
+    return this.serviceAccounts.synced ? null : undefined;
   }
 
   async ensureServiceAccount(
@@ -280,9 +318,22 @@ export class LiveCluster implements ClusterView {
     name: string,
     dryRun: boolean,
   ): Promise<EnsureResult> {
-    const key = `${namespace}/${name}`;
-    if ((this.knownServiceAccounts.get(key) ?? 0) > Date.now()) return { state: "exists" };
+    if (this.serviceAccount(namespace, name)) return { state: "exists" };
+    // A dry run has no side effects: the caller leaves the pod where it is.
     if (dryRun) return { state: "would-create" };
+    const key = `${namespace}/${name}`;
+    let creation = this.creating.get(key);
+    if (!creation) {
+      creation = this.createServiceAccount(namespace, name).finally(() =>
+        this.creating.delete(key),
+      );
+      this.creating.set(key, creation);
+    }
+    return creation;
+  }
+
+  private async createServiceAccount(namespace: string, name: string): Promise<EnsureResult> {
+    const key = `${namespace}/${name}`;
     try {
       // Server-side apply: creates it when missing, leaves an existing one as it is.
       await withBudget(
@@ -299,7 +350,8 @@ export class LiveCluster implements ClusterView {
         API_BUDGET_MS,
         `creating ServiceAccount ${key}`,
       );
-      this.knownServiceAccounts.set(key, Date.now() + 10 * ANSWER_TTL_MS);
+      if (!this.serviceAccounts.items.has(key))
+        this.justCreated.set(key, Date.now() + CREATED_GRACE_MS);
       return { state: "created" };
     } catch (e) {
       return { state: "failed", reason: describeError(e) };
@@ -348,7 +400,7 @@ export class LiveCluster implements ClusterView {
         allowed.set(secret, ok);
         this.accessAnswers.set(`${namespace}/${serviceAccount}/${secret}`, {
           allowed: ok,
-          expires: now + ANSWER_TTL_MS,
+          expires: now + (ok ? ANSWER_TTL_MS : DENIED_ANSWER_TTL_MS),
         });
       });
       return { allowed };

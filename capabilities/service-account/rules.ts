@@ -9,9 +9,16 @@
 // plugin's validating half runs after the mutating webhooks and before the validating ones, and
 // rejects a pod whose ServiceAccount does not exist ("error looking up service account"), so by the
 // time our validator runs it is too late. fix() therefore asks ctx.cluster.ensureServiceAccount (the
-// live view creates it, bounded by the webhook budget; dry-run requests and the snapshot view create
-// nothing and say "would-create"). When it fails, fix() leaves the pod on `default` and check()
-// denies it with the reason, so the user reads our message rather than a half-applied change.
+// live view knows accounts from a watch and creates a missing one, bounded by the webhook budget;
+// dry-run requests and the snapshot view create nothing and say "would-create"). A pod is moved only
+// to an account that exists or was just created — never to one the API server would not find:
+// - creating it failed: the pod stays on `default`, and check() denies it with the reason;
+// - a dry run (nothing may be created): the pod stays on its account, and check() warns that the
+//   real request would move it and create the account;
+// - serviceAccount.ensure is off and the account is not known to exist: the pod stays, with a
+//   warning saying how to create it.
+// The offline `check` models the real request: an account missing from the snapshot "would be
+// created" and the pod is moved, as the webhook would do it.
 import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
 import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
@@ -125,11 +132,16 @@ export async function moveOffDefault(target: PodTarget, ctx: RuleContext): Promi
   if (!name) return [];
   let created = "";
   // Only a real Pod creates it: a workload's template is a simulation on a copy.
-  if (!target.isTemplate && ctx.settings.serviceAccount.ensure) {
-    const result = await ctx.cluster.ensureServiceAccount(ctx.namespaceName, name, ctx.dryRun);
-    if (result.state === "failed") return []; // check() denies with the reason
-    if (result.state === "created")
-      created = `; created ServiceAccount ${ctx.namespaceName}/${name}`;
+  if (!target.isTemplate) {
+    if (ctx.settings.serviceAccount.ensure) {
+      const result = await ctx.cluster.ensureServiceAccount(ctx.namespaceName, name, ctx.dryRun);
+      if (result.state === "failed") return []; // check() denies with the reason
+      if (result.state === "would-create" && ctx.dryRun) return []; // check() warns
+      if (result.state === "created")
+        created = `; created ServiceAccount ${ctx.namespaceName}/${name}`;
+    } else if (!ctx.cluster.serviceAccount(ctx.namespaceName, name)) {
+      return []; // not known to exist, and we may not create it: check() warns
+    }
   }
   const spec = target.template.spec as V1PodSpec & Record<string, unknown>;
   spec.serviceAccountName = name;
@@ -182,22 +194,40 @@ export async function checkServiceAccountExists(
   }
   if (ctx.operation !== "CREATE") return findings;
 
-  // The pod should have been moved but is still on default: ensuring the ServiceAccount failed.
+  // The pod should have been moved but is still on default: see moveOffDefault for why.
   const pendingMove = shouldMove(target, ctx);
-  if (pendingMove && settings.ensure) {
+  if (pendingMove) {
+    const account = `ServiceAccount ${ns}/${pendingMove}`;
+    const create = `kubectl create serviceaccount ${pendingMove} -n ${ns}`;
+    if (!settings.ensure) {
+      findings.warnings.push(
+        formatNote(
+          CAPABILITY,
+          `${what} stays on ServiceAccount "default": ${account} does not exist and serviceAccount.ensure is off. Fix: ${create}`,
+        ),
+      );
+      return findings;
+    }
     const result = await ctx.cluster.ensureServiceAccount(ns, pendingMove, ctx.dryRun);
     if (result.state === "failed") {
       findings.violations.push({
         capability: CAPABILITY,
         rule: "dedicated-service-account",
-        message: `${what} runs as ServiceAccount "default", and the dedicated ServiceAccount ${ns}/${pendingMove} could not be created (${result.reason})`,
-        fix: `${createFix.replace(dedicated.name, pendingMove)} (or give the module's ServiceAccount create/patch on serviceaccounts), then create the pod again`,
+        message: `${what} runs as ServiceAccount "default", and the dedicated ${account} could not be created (${result.reason})`,
+        fix: `${create} (or give the module's ServiceAccount create/patch on serviceaccounts), then create the pod again`,
       });
+    } else if (result.state === "would-create" && ctx.dryRun) {
+      findings.warnings.push(
+        formatNote(
+          CAPABILITY,
+          `dry run: ${what} would be moved off ServiceAccount "default" to ${account}, which does not exist yet and would be created by the real request`,
+        ),
+      );
     } else {
       findings.warnings.push(
         formatNote(
           CAPABILITY,
-          `${what} stays on ServiceAccount "default": ${ns}/${pendingMove} was not available when the pod was mutated; create the pod again to use it`,
+          `${what} stays on ServiceAccount "default": ${account} was not available when the pod was mutated; create the pod again to use it`,
         ),
       );
     }

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { applyPatch as applyJsonPatch, deepClone, type Operation } from "fast-json-patch";
 import type { KubeObject } from "../../lib/pod";
 import type { Controller } from "./controller";
-import { RESOURCE_TYPES } from "./stand-in-api";
+import { RESOURCE_TYPES, type StandInApi } from "./stand-in-api";
 
 export interface UserInfo {
   username: string;
@@ -278,15 +278,31 @@ export interface AdmitResult {
   warnings: string[];
 }
 
+export interface AdmitOptions extends ReviewOptions {
+  operation?: AdmissionRequest["operation"];
+  oldObject?: KubeObject;
+  /**
+   * The stand-in whose ServiceAccounts the API server's ServiceAccount admission checks, as it
+   * does between the mutating and the validating webhooks: a Pod CREATE whose account the stand-in
+   * does not hold is refused with the API server's own message. Without it, no such check.
+   */
+  api?: StandInApi;
+}
+
+/** The refusal of the ServiceAccount admission plugin (kube-apiserver 1.32) for a missing account. */
+export const serviceAccountNotFound = (pod: string, namespace: string, account: string) =>
+  `pods "${pod}" is forbidden: error looking up service account ${namespace}/${account}: serviceaccount "${account}" not found`;
+
 /**
  * What the API server does with one object: the mutating webhook (only for Pod CREATE, the one
- * thing our MutatingWebhookConfiguration matches), the patch applied, then the validating webhook
- * on the patched object.
+ * thing our MutatingWebhookConfiguration matches), the patch applied, with `api` the
+ * ServiceAccount admission's check that the pod's account exists, then the validating webhook on
+ * the patched object.
  */
 export async function admit(
   controller: Controller,
   manifest: KubeObject,
-  opts: ReviewOptions & { operation?: AdmissionRequest["operation"]; oldObject?: KubeObject } = {},
+  opts: AdmitOptions = {},
 ): Promise<AdmitResult> {
   const operation = opts.operation ?? "CREATE";
   const first =
@@ -297,19 +313,25 @@ export async function admit(
   let patched = request.object as KubeObject;
   let mutateResponse: AdmissionResponse | undefined;
   if (manifest?.kind === "Pod" && operation === "CREATE") {
-    mutateResponse = (await controller.mutate(first)).response!;
-    if (!mutateResponse.allowed) {
-      return {
-        request,
-        mutateResponse,
-        patched,
-        validateResponse: mutateResponse,
-        allowed: false,
-        message: mutateResponse.status?.message ?? "",
-        warnings: mutateResponse.warnings ?? [],
-      };
-    }
-    patched = applyPatch(patched, mutateResponse);
+    const mutated = (await controller.mutate(first)).response!;
+    mutateResponse = mutated;
+    // Refused before the validating webhook: by our mutating webhook or by the API server.
+    const refused = (message: string): AdmitResult => ({
+      request,
+      mutateResponse: mutated,
+      patched,
+      validateResponse: mutated,
+      allowed: false,
+      message,
+      warnings: mutated.warnings ?? [],
+    });
+    if (!mutated.allowed) return refused(mutated.status?.message ?? "");
+    patched = applyPatch(patched, mutated);
+    const account = (patched.spec as { serviceAccountName?: string } | undefined)
+      ?.serviceAccountName;
+    const ns = request.namespace ?? "";
+    if (opts.api && account && !opts.api.get("ServiceAccount", account, ns))
+      return refused(serviceAccountNotFound(patched.metadata?.name ?? "", ns, account));
   }
   const second: AdmissionReview = {
     ...first,

@@ -1,6 +1,6 @@
 // Runs the real built Pepr controller (dist/pepr-<uuid>.js, from `npm run build`) as a child
-// process against a stand-in API, on a free port, with a fresh secret API path, and talks to it
-// over HTTPS with keep-alive, as the API server would.
+// process against an API server (the stand-in, or a real one in test/cluster), on a free port, with
+// a fresh secret API path, and talks to it over HTTPS with keep-alive, as the API server would.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -8,12 +8,26 @@ import { Agent, request } from "node:https";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { AdmissionReview } from "./admission";
-import type { StandInApi } from "./stand-in-api";
+import type { TestCerts } from "./certs";
 
 export const REPO_ROOT = resolve(__dirname, "../..");
 
+/** The API server the controller talks to, and the certificate it serves its webhook with. */
+export interface ControllerApi {
+  url: string;
+  /** The controller's KUBECONFIG. */
+  kubeconfigPath: string;
+  certs: Pick<TestCerts, "keyPath" | "certPath" | "caPem">;
+  /** The stand-in's request log, quoted when the controller does not start. */
+  requests?: { method: string; path: string }[];
+}
+
 export interface ControllerOptions {
-  api: StandInApi;
+  api: ControllerApi;
+  /** The port to listen on (default: a free one). A restart on the same port keeps a webhook URL valid. */
+  port?: number;
+  /** The secret path segment (default: a fresh random one). */
+  apiPath?: string;
   /** Extra environment for the controller (settings as ADMISSION_GUARD_*, LOG_LEVEL, ...). */
   env?: Record<string, string>;
   /** Path of the bundle; default dist/pepr-<uuid>.js of this repo. */
@@ -80,6 +94,18 @@ export async function freePort(): Promise<number> {
 }
 
 const LOG_LIMIT = 4 * 1024 * 1024;
+
+/** Everything a child process prints (stdout and stderr), its latest `limit` characters at most. */
+export function captureOutput(child: ChildProcess, limit: number): () => string {
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString("utf8");
+    if (output.length > limit) output = output.slice(-limit / 2);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  return () => output;
+}
 const running = new Set<ChildProcess>();
 // A test run that dies must not leave controllers behind.
 process.once("exit", () => {
@@ -93,8 +119,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
       `${bundle} is missing: run \`npm run build\` first (the e2e tests run the built controller)`,
     );
   const { api } = options;
-  const port = await freePort();
-  const apiPath = randomBytes(16).toString("hex");
+  const port = options.port ?? (await freePort());
+  const apiPath = options.apiPath ?? randomBytes(16).toString("hex");
   const child = spawn(process.execPath, [bundle], {
     cwd: REPO_ROOT,
     // Not the parent's environment: a stray ADMISSION_GUARD_* variable would change the settings.
@@ -115,13 +141,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(child);
-  let output = "";
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString("utf8");
-    if (output.length > LOG_LIMIT) output = output.slice(-LOG_LIMIT / 2);
-  };
-  child.stdout!.on("data", collect);
-  child.stderr!.on("data", collect);
+  const output = captureOutput(child, LOG_LIMIT);
   let exited: { code: number | null; signal: string | null } | undefined;
   const exit = new Promise<void>(done =>
     child.on("exit", (code, signal) => {
@@ -187,7 +207,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   for (;;) {
     if (exited) {
       throw new Error(
-        `the controller exited during start-up (code ${exited.code}, signal ${exited.signal}):\n${output.slice(-4000)}`,
+        `the controller exited during start-up (code ${exited.code}, signal ${exited.signal}):\n${output().slice(-4000)}`,
       );
     }
     const res = await call("GET", "/healthz").catch(() => undefined);
@@ -196,10 +216,14 @@ export async function startController(options: ControllerOptions): Promise<Contr
       await stop();
       throw new Error(
         `the controller did not answer /healthz within ${options.startTimeoutMs ?? 30_000} ms ` +
-          `(stand-in API ${api.url}; last requests: ${api.requests
-            .slice(-5)
-            .map(r => `${r.method} ${r.path}`)
-            .join(", ")}):\n${output.slice(-4000)}`,
+          `(API ${api.url}${
+            api.requests
+              ? `; last requests: ${api.requests
+                  .slice(-5)
+                  .map(r => `${r.method} ${r.path}`)
+                  .join(", ")}`
+              : ""
+          }):\n${output().slice(-4000)}`,
       );
     }
     await new Promise(r => setTimeout(r, 100));
@@ -213,7 +237,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     validate: review => admission("validate", review),
     post: (path, rawBody, contentType) => call("POST", path, rawBody, contentType),
     get: path => call("GET", path),
-    logs: () => output,
+    logs: output,
     stop,
   };
 }

@@ -20,7 +20,7 @@ export async function eventually<T>(
 }
 
 /** The kinds lib/cluster-live.ts watches in the admission process. */
-export const CACHED_KINDS = ["Namespace", "ResourceQuota", "LimitRange", "Node"];
+export const CACHED_KINDS = ["Namespace", "ResourceQuota", "LimitRange", "Node", "ServiceAccount"];
 
 /**
  * Waits until the controller holds a watch on each kind: its first list is then done, so its cache

@@ -5,21 +5,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { policies } from "../../capabilities/index";
 import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { runCheck as spawnCheck } from "../support/check-command";
+import { REPO_ROOT as root } from "../support/controller";
 import { demoPodYaml, run, tempTree } from "./check-helpers";
 
 const exec = promisify(execFile);
-const root = join(__dirname, "..", "..");
-const bin = join(root, "bin", "admission-guard.mjs");
-
-async function spawnCheck(args: string[], cwd: string) {
-  try {
-    const { stdout, stderr } = await exec(process.execPath, [bin, "check", ...args], { cwd });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 describe("admission-guard as a process", () => {
   it("denies with the capability, rule and fix, exit 1; names a parse error, exit 2", async () => {

@@ -1,10 +1,13 @@
-// LiveCluster's ServiceAccount side: created when a namespace appears, remembered, forgotten with
-// its namespace, never created on dry run; the API client is replaced by a recording fake.
+// LiveCluster's ServiceAccount side: known from the ServiceAccount watch (fed directly here),
+// created when a namespace appears or a pod needs one that is missing, once for concurrent pods,
+// never on dry run; access reviews cached. The API client is replaced by a recording fake.
 const applied: { namespace?: string; name?: string }[] = [];
 let applyError: unknown;
 let applyDelayMs = 0;
 let inFlight = 0;
 let maxInFlight = 0;
+const reviews: string[] = [];
+let reviewAllows = false;
 
 jest.mock("kubernetes-fluent-client", () => {
   const actual = jest.requireActual("kubernetes-fluent-client");
@@ -20,13 +23,24 @@ jest.mock("kubernetes-fluent-client", () => {
         applied.push({ namespace: obj.metadata.namespace, name: obj.metadata.name });
         return obj;
       },
+      Create: async (review: { spec: { user: string; resourceAttributes: { name: string } } }) => {
+        reviews.push(`${review.spec.user} ${review.spec.resourceAttributes.name}`);
+        return { ...review, status: { allowed: reviewAllows } };
+      },
     }),
   };
 });
 
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../capabilities/service-account/rules";
-import { BACKGROUND_CONCURRENCY, describeError, LiveCluster } from "../../lib/cluster-live";
+import {
+  ANSWER_TTL_MS,
+  BACKGROUND_CONCURRENCY,
+  CREATED_GRACE_MS,
+  DENIED_ANSWER_TTL_MS,
+  describeError,
+  LiveCluster,
+} from "../../lib/cluster-live";
 import { defaultSettings } from "../../lib/settings";
 
 const settings = defaultSettings();
@@ -45,8 +59,32 @@ const ns = (name: string, createdMsAgo: number, annotations: Record<string, stri
     },
   }) as unknown as KubernetesObject;
 const settle = () => new Promise(r => setImmediate(r));
+const account = (namespace: string, name: string) =>
+  ({
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: {
+      namespace,
+      name,
+      uid: "u-1",
+      labels: { a: "b" },
+      annotations: { big: "x".repeat(5000) },
+    },
+    secrets: [{ name: `${name}-token` }],
+  }) as unknown as KubernetesObject;
+/** A live view whose ServiceAccount watch has listed these accounts. */
+const watching = (...accounts: [string, string][]) => {
+  const cluster = live();
+  for (const [ns, name] of accounts) cluster.serviceAccounts.apply(account(ns, name), "ADDED");
+  cluster.serviceAccounts.synced = true;
+  return cluster;
+};
+
+afterEach(() => jest.restoreAllMocks());
 
 beforeEach(() => {
+  reviews.length = 0;
+  reviewAllows = false;
   applied.length = 0;
   applyError = undefined;
   applyDelayMs = 0;
@@ -99,6 +137,85 @@ describe("LiveCluster: ServiceAccounts", () => {
     expect(cluster.serviceAccount("ml", "workload")).toBeUndefined();
   });
 
+  it("knows accounts from the watch: a deleted one is missing at once and created again by the next pod", async () => {
+    const cluster = watching(["team-b", "workload"]);
+    expect(cluster.serviceAccount("team-b", "workload")).toBeTruthy();
+    expect(await cluster.ensureServiceAccount("team-b", "workload", false)).toEqual({
+      state: "exists",
+    });
+    expect(applied).toEqual([]);
+    cluster.serviceAccounts.apply(account("team-b", "workload"), "DELETED");
+    expect(cluster.serviceAccount("team-b", "workload")).toBeNull();
+    expect(await cluster.ensureServiceAccount("team-b", "workload", false)).toEqual({
+      state: "created",
+    });
+    expect(applied).toEqual([{ namespace: "team-b", name: "workload" }]);
+  });
+
+  it("says unknown before the watch has listed, and missing after", () => {
+    const cluster = live();
+    expect(cluster.serviceAccount("ml", "workload")).toBeUndefined();
+    cluster.serviceAccounts.synced = true;
+    expect(cluster.serviceAccount("ml", "workload")).toBeNull();
+  });
+
+  it("keeps only the names of the accounts it watches", () => {
+    const cluster = watching(["ml", "workload"]);
+    expect(cluster.serviceAccounts.items.get("ml/workload")).toEqual({
+      metadata: { namespace: "ml", name: "workload" },
+    });
+  });
+
+  it("pods admitted at once in a namespace whose account is missing share one create", async () => {
+    const cluster = watching();
+    applyDelayMs = 20;
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => cluster.ensureServiceAccount("team-b", "workload", false)),
+    );
+    expect(results).toEqual(Array(5).fill({ state: "created" }));
+    expect(applied).toHaveLength(1);
+    // Until the watch shows it, the create counts.
+    expect(await cluster.ensureServiceAccount("team-b", "workload", false)).toEqual({
+      state: "exists",
+    });
+    expect(applied).toHaveLength(1);
+  });
+
+  it("a create the watch never confirms counts only for a short while", async () => {
+    const cluster = watching();
+    await cluster.ensureServiceAccount("ml", "workload", false);
+    expect(cluster.serviceAccount("ml", "workload")).toBeTruthy();
+    const now = Date.now();
+    jest.spyOn(Date, "now").mockReturnValue(now + CREATED_GRACE_MS + 1);
+    expect(cluster.serviceAccount("ml", "workload")).toBeNull();
+  });
+
+  it("a dry run never creates, also when the account is missing from the watch", async () => {
+    const cluster = watching();
+    expect(await cluster.ensureServiceAccount("ml", "workload", true)).toEqual({
+      state: "would-create",
+    });
+    expect(applied).toEqual([]);
+  });
+
+  it("reuses an access review's 'allowed' for a while, but asks again soon after a 'not allowed'", async () => {
+    const cluster = live();
+    const now = Date.now();
+    const clock = jest.spyOn(Date, "now").mockReturnValue(now);
+    const ask = async () => (await cluster.secretAccess("ml", "workload", ["s"]))?.allowed.get("s");
+    expect(await ask()).toBe(false);
+    expect(await ask()).toBe(false);
+    expect(reviews).toHaveLength(1);
+    // The denial told the user to grant access; they did.
+    reviewAllows = true;
+    clock.mockReturnValue(now + DENIED_ANSWER_TTL_MS + 1);
+    expect(await ask()).toBe(true);
+    expect(reviews).toHaveLength(2);
+    clock.mockReturnValue(now + DENIED_ANSWER_TTL_MS + ANSWER_TTL_MS);
+    expect(await ask()).toBe(true);
+    expect(reviews).toHaveLength(2);
+  });
+
   it("creates the ServiceAccounts of a burst of new namespaces a few at a time", async () => {
     const cluster = live();
     applyDelayMs = 20;
@@ -139,6 +256,13 @@ describe("describeError", () => {
     expect(describeError({ ok: false, status: 400, statusText: "fetch failed", e: refused })).toBe(
       describeError(refused),
     );
+  });
+
+  it("leaves out the response headers a failed watch list carries in its message", () => {
+    const listFailed = new Error(
+      'list failed: 403 Forbidden [["audit-id","9cc2b7c2"],["cache-control","no-cache, private"],["content-length","345"]]',
+    );
+    expect(describeError(listFailed)).toBe("list failed: 403 Forbidden");
   });
 
   it("keeps a text body short and says something for anything else", () => {

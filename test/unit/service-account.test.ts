@@ -284,12 +284,46 @@ describe("service-account: ensuring the ServiceAccount", () => {
     expect(v.fix).toMatch(/^kubectl create serviceaccount workload -n llama-index/);
   });
 
-  it("with ensure off, nothing is created and a known-missing ServiceAccount is denied", async () => {
+  it("with ensure off, a pod is not moved to a missing ServiceAccount (the API server would refuse it), and is told how to create it", async () => {
     const cluster = new FakeLive({ state: "exists" }, [saObject("other")]);
     const r = await review(policies, seedPod(), { settings: settings({ ensure: false }), cluster });
     expect(cluster.ensured).toEqual([]);
-    expect(r.allowed).toBe(false);
-    expect(r.violations[0].fix).toBe("kubectl create serviceaccount workload -n llama-index");
+    expect(podTemplateOf(r.object)!.spec.serviceAccountName).toBe("default");
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toContain(
+      'admission-guard/service-account: Pod llama-index/llamaindex-trainer-xxxx stays on ServiceAccount "default": ServiceAccount llama-index/workload does not exist and serviceAccount.ensure is off. Fix: kubectl create serviceaccount workload -n llama-index',
+    );
+  });
+
+  it("with ensure off, a pod is moved to a ServiceAccount that exists", async () => {
+    const cluster = new FakeLive({ state: "failed", reason: "never asked" }, [
+      saObject("workload"),
+    ]);
+    const r = await review(policies, seedPod(), { settings: settings({ ensure: false }), cluster });
+    expect(cluster.ensured).toEqual([]);
+    expect(podTemplateOf(r.object)!.spec.serviceAccountName).toBe("workload");
+    expect(r.allowed).toBe(true);
+  });
+
+  it("a dry run leaves the pod on its account when the dedicated one would have to be created, and says so", async () => {
+    const cluster = new FakeLive({ state: "would-create" });
+    const r = await review(policies, seedPod(), { settings: settings(), cluster, dryRun: true });
+    const spec = podTemplateOf(r.object)!.spec;
+    expect(spec.serviceAccountName).toBe("default");
+    // Nothing of the move happens: the injected token stays too.
+    expect(spec.volumes).toContainEqual(TOKEN_VOLUME);
+    expect(spec.automountServiceAccountToken).toBeUndefined();
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toContain(
+      'admission-guard/service-account: dry run: Pod llama-index/llamaindex-trainer-xxxx would be moved off ServiceAccount "default" to ServiceAccount llama-index/workload, which does not exist yet and would be created by the real request',
+    );
+  });
+
+  it("a dry run moves the pod when the dedicated ServiceAccount exists", async () => {
+    const cluster = new FakeLive({ state: "exists" });
+    const r = await review(policies, seedPod(), { settings: settings(), cluster, dryRun: true });
+    expect(podTemplateOf(r.object)!.spec.serviceAccountName).toBe("workload");
+    expect(r.warnings.join("\n")).not.toMatch(/dry run/);
   });
 
   it("a workload creates nothing; its check says the ServiceAccount is missing", async () => {

@@ -1,0 +1,84 @@
+// What happens when the controller is down, as configured by `pepr build` (onError: reject →
+// failurePolicy: Fail; system namespaces excluded by the webhooks' namespaceSelector): pods of
+// selected namespaces are refused by the API server, kube-system keeps working, and the module
+// recovers when the controller is back.
+import { stringify } from "yaml";
+import type { KubeObject } from "../../lib/pod";
+import { eventually } from "../support/wait";
+import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
+
+const cluster = connect();
+const guard = useModule(cluster);
+const NS = "failure-policy";
+
+const pod = (name: string, ns: string): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace: ns },
+  spec: { containers: [{ name: "main", image: "busybox:1.36", command: ["sleep", "3600"] }] },
+});
+const create = (obj: KubeObject) => kubectl(cluster, ["create", "-f", "-"], stringify(obj));
+
+beforeAll(async () => {
+  await applyObjects(cluster, [namespace(NS)]);
+  await guard.install();
+}, 60_000);
+
+test("the generated webhooks fail closed and leave the system namespaces out", async () => {
+  for (const kind of ["mutating", "validating"]) {
+    const res = await cluster.admin.get(
+      `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations`,
+    );
+    const webhooks = (res.body.items as KubeObject[]).flatMap(
+      c =>
+        c.webhooks as {
+          failurePolicy: string;
+          namespaceSelector: unknown;
+          timeoutSeconds: number;
+        }[],
+    );
+    expect(webhooks.length).toBeGreaterThan(0);
+    for (const w of webhooks) {
+      expect(w.failurePolicy).toBe("Fail");
+      expect(w.timeoutSeconds).toBe(10);
+      expect(JSON.stringify(w.namespaceSelector)).toContain('"kube-system"');
+    }
+  }
+});
+
+test("with the controller up, a pod is admitted and fixed", async () => {
+  const result = await eventually(async () => {
+    const r = await create(pod("before", NS));
+    if (r.code !== 0) throw new Error(r.stderr);
+    return r;
+  }, 20_000);
+  expect(result.stderr).toContain("admission-guard/security-context: fixed");
+});
+
+test("with the controller down, pods of selected namespaces are refused; kube-system still works", async () => {
+  await guard.module!.stopController();
+  const refused = await create(pod("while-down", NS));
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/failed calling webhook "pepr-[0-9a-f-]+\.pepr\.dev"/);
+  expect(refused.stderr).toContain("connect: connection refused");
+  expect((await cluster.admin.get(`/api/v1/namespaces/${NS}/pods/while-down`)).status).toBe(404);
+
+  const system = await create(pod("while-down", "kube-system"));
+  expect(system.stderr).toBe("");
+  expect(system.code).toBe(0);
+  await kubectl(cluster, ["delete", "pod", "while-down", "-n", "kube-system", "--wait=false"]);
+});
+
+test("restarted, it recovers: the next pod is admitted and fixed", async () => {
+  await guard.module!.startController();
+  const result = await eventually(async () => {
+    const r = await create(pod("after-restart", NS));
+    if (r.code !== 0) throw new Error(r.stderr);
+    return r;
+  }, 20_000);
+  expect(result.stderr).toContain("admission-guard/security-context: fixed");
+  const stored = (await cluster.admin.get(`/api/v1/namespaces/${NS}/pods/after-restart`)).body;
+  expect(stored.metadata?.annotations?.["admission-guard.dev/fixed"]).toContain(
+    "security-context/",
+  );
+});
