@@ -4,6 +4,7 @@
 // service account, registries) are labels/annotations read by the rules, see NS_KEYS.
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
+import { parsePrefix } from "./image-reference";
 
 export const MODES = ["enforce", "warn", "audit", "off"] as const;
 export type Mode = (typeof MODES)[number];
@@ -24,11 +25,39 @@ export const NS_KEYS = {
 
 const quantityLike = z.number().int().nonnegative();
 
+/** A namespace name (RFC 1123 label), as the API server accepts it. */
+const namespaceName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name (lower case, digits, '-')")
+  .max(63);
+
+/**
+ * A registry host or repository prefix ("ghcr.io", "docker.io/myorg"), checked once here so that
+ * a setting that cannot work stops the start instead of being skipped on every request.
+ */
+function prefixProblem(entry: string): string | undefined {
+  const parsed = parsePrefix(entry);
+  return parsed.ok
+    ? undefined
+    : `"${entry}" is not a registry or repository prefix (${parsed.reason}); write a host such as ghcr.io, or a host and path such as docker.io/myorg`;
+}
+const registryPrefix = z.string().superRefine((entry, ctx) => {
+  const problem = prefixProblem(entry);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+/** Source prefix → mirror prefix; a bad source is named by its key. */
+const mirrorMap = z.record(z.string(), registryPrefix).superRefine((map, ctx) => {
+  for (const from of Object.keys(map)) {
+    const problem = prefixProblem(from);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, path: [from] });
+  }
+});
+
 export const SettingsSchema = z.strictObject({
   /** Mode of namespaces without the mode label. */
   mode: z.enum(MODES).default("enforce"),
   /** Extra namespaces never touched, besides the system ones. */
-  ignoredNamespaces: z.array(z.string()).default([]),
+  ignoredNamespaces: z.array(namespaceName).default([]),
   securityContext: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -37,7 +66,9 @@ export const SettingsSchema = z.strictObject({
       runAsUser: z.number().int().min(1).default(1000),
       runAsGroup: z.number().int().min(0).default(3000),
       /** Paths that get an emptyDir when the root filesystem is made read-only. */
-      writablePaths: z.array(z.string().startsWith("/")).default(["/tmp"]),
+      writablePaths: z
+        .array(z.string().regex(/^\/[^\0]*$/, "must be an absolute path"))
+        .default(["/tmp"]),
     })
     .prefault({}),
   labels: z
@@ -77,9 +108,9 @@ export const SettingsSchema = z.strictObject({
     .strictObject({
       enabled: z.boolean().default(true),
       /** Registry hosts or repository prefixes; empty: the rule is off. */
-      allowed: z.array(z.string().min(1)).default([]),
+      allowed: z.array(registryPrefix).default([]),
       /** Registry (or repository prefix) → mirror prefix, e.g. {"docker.io": "harbor.internal/dockerhub"}. */
-      mirrors: z.record(z.string().min(1), z.string().min(1)).default({}),
+      mirrors: mirrorMap.default({}),
       requireDigest: z.boolean().default(false),
       forbidLatest: z.boolean().default(false),
     })
@@ -110,19 +141,51 @@ export class SettingsError extends Error {
   }
 }
 
+/** `registries.allowed[0]`, `registries.mirrors["docker.io"]`: where a problem is, as a reader writes it. */
+function keyOf(path: readonly PropertyKey[]): string {
+  // Settings are `section.key`; anything deeper is a list index or a map key (mirrors).
+  return (
+    path
+      .map((part, i) =>
+        typeof part === "number"
+          ? `[${part}]`
+          : i >= 2
+            ? `[${JSON.stringify(String(part))}]`
+            : `${i ? "." : ""}${String(part)}`,
+      )
+      .join("") || "(root)"
+  );
+}
+
 /** Validates raw settings (a parsed file or the environment's overrides). */
-export function parseSettings(raw: unknown, source = "settings"): Settings {
-  const result = SettingsSchema.safeParse(raw ?? {});
+export function parseSettings(
+  raw: unknown,
+  source = "settings",
+  /** How a reader sets a top-level key (`registries` → `ADMISSION_GUARD_REGISTRIES_*`), for messages. */
+  setBy?: (dotted: string) => string | undefined,
+): Settings {
+  const result = SettingsSchema.safeParse(raw ?? {}, { reportInput: true });
   if (result.success) return result.data;
   throw new SettingsError(
     source,
     result.error.issues.map(issue => {
-      const key = issue.path.join(".") || "(root)";
+      const key = keyOf(issue.path);
       if (issue.code === "unrecognized_keys") {
         const where = issue.path.length ? `${key}.` : "";
         return `unknown setting ${issue.keys.map(k => `"${where}${k}"`).join(", ")}`;
       }
-      return `${key}: ${issue.message}`;
+      const dotted = issue.path
+        .slice(0, 2)
+        .filter(p => typeof p === "string")
+        .join(".");
+      const via = setBy?.(dotted);
+      // The value, unless the message quotes it already.
+      const input = (issue as { input?: unknown }).input;
+      const shown =
+        input === undefined || typeof input === "object" || issue.message.includes(`"${input}"`)
+          ? ""
+          : ` (got ${JSON.stringify(input)})`;
+      return `${key}${via ? ` (${via})` : ""}: ${issue.message}${shown}`;
     }),
   );
 }
@@ -199,7 +262,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     }
   }
   if (problems.length) throw new SettingsError("environment", problems);
-  return parseSettings(raw, "environment");
+  const setBy = (dotted: string) => {
+    const name = envName(dotted);
+    return env[name] !== undefined ? name : doc ? "ADMISSION_GUARD_SETTINGS" : undefined;
+  };
+  return parseSettings(raw, "environment", setBy);
 }
 
 function parseEnvValue(value: string, wantsList: boolean): unknown {

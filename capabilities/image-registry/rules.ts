@@ -19,7 +19,7 @@ import {
   underPrefix,
   type ImageRef,
   type RegistryPrefix,
-} from "./reference";
+} from "../../lib/image-reference";
 
 export const CAPABILITY = "image-registry";
 const ALLOWED_ENV = envName("registries.allowed");

@@ -156,3 +156,13 @@ describe("image-registry through the controller", () => {
     expect(report.e2e.message).toContain("spec.template.spec.initContainers[0].image");
   });
 });
+
+describe("registry e2e: settings that cannot work", () => {
+  it("an allow-list entry with a tag stops the controller's start, naming the variable and the value", async () => {
+    await expect(
+      startController({ api, env: { ADMISSION_GUARD_REGISTRIES_ALLOWED: "ghcr.io/org:v1" } }),
+    ).rejects.toThrow(
+      /exited during start-up[\s\S]*registries\.allowed\[0\] \(ADMISSION_GUARD_REGISTRIES_ALLOWED\): \\?"ghcr\.io\/org:v1\\?" is not a registry or repository prefix/,
+    );
+  }, 60_000);
+});

@@ -5,12 +5,7 @@ import type { KubeObject } from "../../lib/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import { formatViolation } from "../../lib/verdict";
 import { imageRegistryPolicy } from "../../capabilities/image-registry";
-import {
-  parseImage,
-  parsePrefix,
-  underPrefix,
-  type ImageRef,
-} from "../../capabilities/image-registry/reference";
+import { parseImage, parsePrefix, underPrefix, type ImageRef } from "../../lib/image-reference";
 import { mirrorImage, mirrorsOf } from "../../capabilities/image-registry/rules";
 
 const DIGEST = `sha256:${"a".repeat(64)}`;

@@ -1,0 +1,95 @@
+// What `npm run build` leaves in dist/ for a cluster: the mutating webhook asks to be called again
+// when a later webhook (a sidecar injector) changes the pod — in the manifest and in the Helm chart
+// — and the step that sets it fails loudly when it cannot find what to change.
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { parseAllDocuments } from "yaml";
+import type { KubeObject } from "../../lib/pod";
+import { REPO_ROOT } from "../support/controller";
+import { moduleYamlPath } from "../support/module-rbac";
+
+const exec = promisify(execFile);
+const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+const chartTemplate = (dist: string) =>
+  join(dist, `${pkg.pepr.uuid}-chart`, "templates", "mutation-webhook.yaml");
+const SCRIPT = join(REPO_ROOT, "scripts", "webhook-reinvocation.mjs");
+
+async function runStep(dist: string): Promise<{ code: number; stderr: string }> {
+  try {
+    await exec(process.execPath, [SCRIPT, dist]);
+    return { code: 0, stderr: "" };
+  } catch (e) {
+    const err = e as { code: number; stderr: string };
+    return { code: err.code, stderr: err.stderr };
+  }
+}
+
+/** A copy of the two files the step changes, in a directory laid out as dist/. */
+function distCopy(): string {
+  const dir = mkdtempSync(join(tmpdir(), "admission-guard-dist-"));
+  cpSync(moduleYamlPath(), join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`));
+  cpSync(join(REPO_ROOT, "dist", `${pkg.pepr.uuid}-chart`), join(dir, `${pkg.pepr.uuid}-chart`), {
+    recursive: true,
+  });
+  return dir;
+}
+
+describe("deploy artifacts", () => {
+  it("the manifest's mutating webhooks carry reinvocationPolicy IfNeeded; the validating ones need none", () => {
+    const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
+      d => d.toJS() as KubeObject,
+    );
+    const kinds = docs.map(d => d.kind);
+    expect(kinds).toContain("Deployment"); // the whole manifest survived the rewrite
+    const mutating = docs.find(d => d.kind === "MutatingWebhookConfiguration")!;
+    const webhooks = mutating.webhooks as { reinvocationPolicy?: string }[];
+    expect(webhooks.length).toBeGreaterThan(0);
+    for (const w of webhooks) expect(w.reinvocationPolicy).toBe("IfNeeded");
+    const validating = docs.find(d => d.kind === "ValidatingWebhookConfiguration")!;
+    for (const w of validating.webhooks as object[])
+      expect(w).not.toHaveProperty("reinvocationPolicy");
+  });
+
+  it("so does the Helm chart's template, once per webhook", () => {
+    const text = readFileSync(chartTemplate(join(REPO_ROOT, "dist")), "utf8");
+    expect(text.match(/^\s*reinvocationPolicy: IfNeeded$/gm)).toHaveLength(
+      text.match(/^\s*- admissionReviewVersions:/gm)!.length,
+    );
+  });
+
+  it("running the step again changes nothing", async () => {
+    const dir = distCopy();
+    try {
+      const before = [
+        readFileSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
+        readFileSync(chartTemplate(dir), "utf8"),
+      ];
+      expect((await runStep(dir)).code).toBe(0);
+      expect([
+        readFileSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
+        readFileSync(chartTemplate(dir), "utf8"),
+      ]).toEqual(before);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fails, saying what it missed, when the chart template has no webhook it can set", async () => {
+    const dir = distCopy();
+    try {
+      writeFileSync(chartTemplate(dir), "kind: MutatingWebhookConfiguration\nwebhooks: []\n");
+      const result = await runStep(dir);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(
+        /mutation-webhook\.yaml: found 0 webhook\(s\) but 0 sideEffects line/,
+      );
+      rmSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`));
+      expect((await runStep(dir)).stderr).toMatch(/pepr-module-.*\.yaml is missing/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
