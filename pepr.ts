@@ -9,9 +9,16 @@ import { moduleCapability } from "./lib/pepr-adapter";
 import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 
+// `pepr build` loads this module to read its bindings: the settings it builds with are the
+// controller's environment from package.json (pepr.env), over which the build's own environment
+// may set a value. The one setting that changes bindings, and so the webhook rules, is
+// workloads.mutate.
+const building = process.env.PEPR_MODE === "build";
+const controllerEnv = cfg.pepr.env as Record<string, string>;
+
 function loadSettings(): Settings {
   try {
-    return settingsFromEnv();
+    return settingsFromEnv(building ? { ...controllerEnv, ...process.env } : process.env);
   } catch (e) {
     // A bad setting stops start-up, naming it: better a crash-looping pod with a clear log than
     // a webhook that silently enforces something else.
@@ -21,12 +28,16 @@ function loadSettings(): Settings {
 }
 
 const settings = loadSettings();
+if (!building && settings.workloads.mutate && !settingsFromEnv(controllerEnv).workloads.mutate)
+  Log.warn(
+    "workloads.mutate is on, but not in package.json pepr.env: unless the module was built with it on, its webhook does not send workloads to be mutated (set it there and rebuild)",
+  );
 const cluster = new LiveCluster(Log, {
   serviceAccountFor: ns => serviceAccountForNewNamespace(ns, settings),
 });
 // The caches live in the admission process (not in a Watch binding, which runs in the watcher pod).
 // At build time Pepr only loads the module to read its bindings: no cluster then.
-if (process.env.PEPR_MODE !== "build" && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
+if (!building && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
 
 // Before Pepr builds its server: reviews up to the API server's sizes reach our payload-size rules
 // instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
@@ -37,5 +48,4 @@ const module = new PeprModule(cfg, [moduleCapability({ settings, cluster, polici
 });
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
-if (process.env.PEPR_MODE !== "build")
-  module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));
+if (!building) module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));

@@ -7,9 +7,10 @@ import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { SnapshotCluster } from "../lib/cluster";
 import { review } from "../lib/engine";
-import type { KubeObject } from "../lib/pod";
+import { describeObject, type KubeObject } from "../lib/pod";
 import type { Operation } from "../lib/policy";
 import { NS_KEYS, parseSettings, SettingsError, type Settings } from "../lib/settings";
+import { withApiDefaults } from "./api-defaults";
 import type { CliIO } from "./io";
 import {
   describeSource,
@@ -21,6 +22,7 @@ import {
   type ManifestFile,
 } from "./manifests";
 import { styleFor, textBlock, textSummary, toJson, type Checked } from "./report";
+import { schemaProblems } from "./schema";
 
 export const CHECK_USAGE = `Usage: admission-guard check [options] FILE|DIR|- ...
 
@@ -204,8 +206,18 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   let internalErrors = 0;
   for (const file of files) {
     for (const { source, object } of file.objects) {
+      // What the API server would refuse is an input error, not a verdict: no rule runs on it.
+      const refused = schemaProblems(object);
+      if (refused.length) {
+        for (const problem of refused) {
+          const line = `${describeSource(source)}: ${describeObject(object)}: ${problem}`;
+          errors.push(line);
+          err(`admission-guard check: ${line}`);
+        }
+        continue;
+      }
       try {
-        const r = await review(io.policies, object, {
+        const r = await review(io.policies, withApiDefaults(object), {
           settings,
           cluster,
           operation: opts.operation,

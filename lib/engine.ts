@@ -6,7 +6,7 @@
 //                the template itself is never changed (GitOps tools would see drift).
 //   review():    what `check` prints — the two steps above in one call.
 import type { ClusterView } from "./cluster";
-import { isPod, isWorkload, podTemplateOf, type KubeObject } from "./pod";
+import { containersChanged, isPod, isWorkload, podTemplateOf, type KubeObject } from "./pod";
 import type { Operation, Policy, PodTarget, RuleContext } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "./settings";
 import {
@@ -100,6 +100,38 @@ export async function fixPod(
   if (!template || !isPod(pod)) return { changes: [], errors: [] };
   const result = await runFixes(policies, { object: pod, template, isTemplate: false }, ctx);
   recordFixes(pod, result.changes);
+  return result;
+}
+
+/** Whether a workload's own template is fixed when it is applied (see fixWorkload). */
+export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
+  return (
+    settings.workloads.mutate &&
+    isWorkload(workload) &&
+    !(workload.metadata?.ownerReferences ?? []).some(o => o.controller === true)
+  );
+}
+
+/**
+ * A workload's pod template, fixed in place when it is applied (setting workloads.mutate): the
+ * same fixes its pods would get, recorded in the template's trace annotation (its pods inherit it).
+ * Nothing is created in the cluster (a template is not a pod: its first pod ensures its
+ * ServiceAccount).
+ *
+ * A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is left alone: its
+ * template is its owner's, and a ReplicaSet whose template differs from its Deployment's makes the
+ * Deployment controller create another one, and another. Its pods are fixed when they are created.
+ */
+export async function fixWorkload(
+  policies: Policy[],
+  workload: KubeObject,
+  ctx: RuleContext,
+): Promise<{ changes: Change[]; errors: Violation[] }> {
+  const template = podTemplateOf(workload);
+  if (!template || !templateIsFixed(workload, ctx.settings)) return { changes: [], errors: [] };
+  const target = { object: workload, template, isTemplate: true, applied: true };
+  const result = await runFixes(policies, target, ctx);
+  recordFixes({ metadata: template.metadata }, result.changes);
   return result;
 }
 
@@ -228,8 +260,32 @@ function reportsMalformed(policy: Policy, ctx: RuleContext, allPolicies: Policy[
   return allPolicies.find(p => policyApplies(p, ctx)) === policy;
 }
 
-/** Every policy's validation of an object, in order, merged. */
+/**
+ * Every policy's validation of an object, in order, merged.
+ *
+ * A Pod UPDATE is judged on what it changes: none of its containers (labels, annotations,
+ * finalizers, tolerations): nothing to judge, at the cost of a comparison. A changed image or an
+ * added ephemeral container: every policy judges the pod as it will be stored and as it is stored,
+ * and only what the stored pod did not already have counts — a pod admitted earlier (under another
+ * mode or older rules) is never refused an update for something it had since its creation.
+ */
 export async function validateAll(
+  policies: Policy[],
+  obj: KubeObject,
+  ctx: RuleContext,
+): Promise<Findings> {
+  const old = ctx.oldObject;
+  if (ctx.operation !== "UPDATE" || !isPod(obj) || !old || !isPod(old))
+    return validateEach(policies, obj, ctx);
+  if (!containersChanged(obj, old)) return emptyFindings();
+  const [now, before] = await Promise.all([
+    validateEach(policies, obj, ctx),
+    validateEach(policies, old, ctx),
+  ]);
+  return newFindings(now, before);
+}
+
+async function validateEach(
   policies: Policy[],
   obj: KubeObject,
   ctx: RuleContext,
@@ -237,6 +293,18 @@ export async function validateAll(
   const findings = emptyFindings();
   for (const p of policies) mergeFindings(findings, await validate(p, obj, ctx, policies));
   return findings;
+}
+
+/** The findings of `now` that `before` did not have, word for word. */
+function newFindings(now: Findings, before: Findings): Findings {
+  const key = (v: Violation) => `${v.capability}\u0000${v.rule}\u0000${v.message}`;
+  const had = new Set(before.violations.map(key));
+  const warned = new Set(before.warnings);
+  return {
+    ...now,
+    violations: now.violations.filter(v => !had.has(key(v))),
+    warnings: now.warnings.filter(w => !warned.has(w)),
+  };
 }
 
 function malformed(policy: Policy, obj: KubeObject, what: string): Violation {
@@ -343,22 +411,33 @@ export async function review(
   const findings = emptyFindings();
   if (warning) findings.warnings.push(warning);
   let object: KubeObject = input;
-  if (isPod(input)) {
+  // What the mutating webhook does: fix a Pod on CREATE, a workload's template when it is applied
+  // with workloads.mutate on; then what the validating webhook says of the result.
+  const mutated =
+    (isPod(input) && ctx.operation === "CREATE") ||
+    (templateIsFixed(input, ctx.settings) && ctx.operation !== "DELETE");
+  // Fixes made (the pod, or the template) and fixes a workload's pods will still get on creation.
+  const applied: Change[] = [];
+  if (isPod(input) || mutated) {
     object = structuredClone(input);
-    if (ctx.operation === "CREATE") {
-      const { changes, errors } = await fixPod(policies, object, ctx);
-      findings.changes.push(...changes);
+    if (mutated) {
+      const fix = isPod(input) ? fixPod : fixWorkload;
+      const { changes, errors } = await fix(policies, object, ctx);
+      applied.push(...changes);
       findings.violations.push(...errors);
     }
     mergeFindings(findings, await validateAll(policies, object, ctx));
   } else {
     mergeFindings(findings, await validateAll(policies, input, ctx));
+    // Not mutated: the workload as its pods will be, predicted on a copy of its template.
     if (isWorkload(input)) object = (await simulateWorkload(policies, input, ctx))?.copy ?? input;
   }
   const decision = decide(findings, mode);
-  const changeLines = isPod(input)
-    ? findings.changes.map(formatChange)
-    : pendingWarnings(findings.changes, base.kind);
+  const changeLines = [
+    ...applied.map(formatChange),
+    ...(isWorkload(input) ? pendingWarnings(findings.changes, base.kind) : []),
+  ];
+  findings.changes.unshift(...applied);
   return {
     ...base,
     allowed: decision.allowed,

@@ -8,13 +8,15 @@ import {
   contextFor,
   decide,
   fixPod,
+  fixWorkload,
   modeOf,
   pendingWarnings,
   policyApplies,
   recordedFixes,
+  templateIsFixed,
   validateAll,
 } from "./engine";
-import { isPod, WORKLOAD_KINDS, type KubeObject } from "./pod";
+import { isPod, podTemplateOf, WORKLOAD_KINDS, type KubeObject } from "./pod";
 import type { Operation, Policy } from "./policy";
 import type { Settings } from "./settings";
 import { recordDecision } from "./metrics";
@@ -67,6 +69,15 @@ export function moduleCapability(
     Log.debug({ changes: changes.length, uid: req.Request.uid }, "mutated");
   }
 
+  /** workloads.mutate: a workload's pod template fixed when it is applied. */
+  async function mutateWorkload(req: PeprMutateRequest<KubernetesObject>): Promise<void> {
+    const ctx = contextOf(req, deps);
+    if (!policies.some(p => policyApplies(p, ctx))) return;
+    const { changes, errors } = await fixWorkload(policies, req.Raw as KubeObject, ctx);
+    for (const e of errors) Log.error({ capability: e.capability, rule: e.rule }, e.message);
+    for (const c of changes) recordDecision(c.capability, "fixed", 1, c.rule);
+  }
+
   async function validateObject(req: PeprValidateRequest<KubernetesObject>) {
     const raw = req.Raw as KubeObject;
     const ctx = contextOf(req, deps);
@@ -80,13 +91,25 @@ export function moduleCapability(
       const warnings = [...decision.warnings];
       if (mode !== "audit") {
         if (isPod(raw)) {
-          // What the mutating webhook fixed, from the trace annotation it left on the pod.
-          const fixed = recordedFixes(raw);
+          // What the mutating webhook fixed, from the trace annotation it left on the pod (on
+          // CREATE: an update of the pod says nothing of fixes made when it was created).
+          const fixed =
+            ctx.operation === "CREATE" ? recordedFixes(raw) : new Map<string, string[]>();
           for (const p of active) {
             const rules = fixed.get(p.name);
             if (rules?.length) warnings.push(formatNote(p.name, `fixed ${rules.join(", ")}`));
           }
         } else {
+          if (templateIsFixed(raw, deps.settings)) {
+            // Fixed by the mutating webhook: said from the trace annotation of the template.
+            const template = podTemplateOf(raw);
+            const fixed = template ? recordedFixes({ metadata: template.metadata }) : new Map();
+            for (const p of active) {
+              const rules = fixed.get(p.name);
+              if (rules?.length) warnings.push(formatNote(p.name, `fixed ${rules.join(", ")}`));
+            }
+          }
+          // What its pods will still get when they are created.
           warnings.push(...pendingWarnings(findings.changes, String(raw.kind)));
         }
       }
@@ -121,12 +144,18 @@ export function moduleCapability(
   }
 
   if (policies.some(p => p.fix)) When(a.Pod).IsCreated().Mutate(mutatePod);
-  When(a.Pod).IsCreated().Validate(validateObject);
+  // Pods are validated on UPDATE too: `kubectl set image` changes an image, `kubectl debug` adds an
+  // ephemeral container (an UPDATE of pods/ephemeralcontainers, which this rule also covers).
+  When(a.Pod).IsCreatedOrUpdated().Validate(validateObject);
   const extraKinds = policies.flatMap(p => p.extraKinds ?? []);
   for (const kindName of new Set([...WORKLOAD_KINDS, ...extraKinds])) {
     const model = (a as unknown as Record<string, typeof a.Pod>)[kindName];
     if (!model)
       throw new Error(`admission-guard: unknown kind ${kindName} in a policy's extraKinds`);
+    // Only with workloads.mutate (read at build time too): the webhook then receives workloads to
+    // mutate, and Pepr marks every object it mutates with an annotation of its own.
+    if (deps.settings.workloads.mutate && (WORKLOAD_KINDS as readonly string[]).includes(kindName))
+      When(model).IsCreatedOrUpdated().Mutate(mutateWorkload);
     When(model).IsCreatedOrUpdated().Validate(validateObject);
   }
   return capability;

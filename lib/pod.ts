@@ -138,3 +138,17 @@ export function describeObject(obj: KubeObject): string {
   const name = meta.name || (meta.generateName ? `${meta.generateName}*` : "(unnamed)");
   return `${obj.kind ?? "object"} ${meta.namespace ? `${meta.namespace}/` : ""}${name}`;
 }
+
+const CONTAINER_LISTS = ["initContainers", "containers", "ephemeralContainers"] as const;
+
+/**
+ * Whether a Pod UPDATE changed any container: an image (the one container field a pod update may
+ * change) or an ephemeral container added (`kubectl debug`). Labels, annotations, finalizers,
+ * tolerations, status: not a container change.
+ */
+export function containersChanged(pod: KubeObject, old: KubeObject): boolean {
+  const spec = (obj: KubeObject) => (isRecord(obj.spec) ? obj.spec : {});
+  const now = spec(pod);
+  const before = spec(old);
+  return CONTAINER_LISTS.some(list => JSON.stringify(now[list]) !== JSON.stringify(before[list]));
+}

@@ -29,6 +29,11 @@ export interface PodTarget {
   template: PodTemplateRef;
   /** true for a workload's template: the fix is simulated on a copy to predict its pods. */
   isTemplate: boolean;
+  /**
+   * A workload's own template, fixed as the workload is applied (setting workloads.mutate), not a
+   * copy predicting its pods: a fix that must happen on the pods themselves stays out of it.
+   */
+  applied?: boolean;
 }
 
 export interface Policy {

@@ -115,6 +115,17 @@ export const SettingsSchema = z.strictObject({
       forbidLatest: z.boolean().default(false),
     })
     .prefault({}),
+  workloads: z
+    .strictObject({
+      /**
+       * Fix the pod templates of Deployments, Jobs and their kin when they are applied (as Kyverno's
+       * auto-generated rules do), not only their pods: PSA then has nothing to warn about, at the
+       * price of fields in the stored object that the applied manifest lacks. Read when the module is
+       * built too (package.json pepr.env): it decides whether the mutating webhook receives workloads.
+       */
+      mutate: z.boolean().default(false),
+    })
+    .prefault({}),
   payload: z
     .strictObject({
       enabled: z.boolean().default(true),

@@ -1,10 +1,16 @@
 // The security-context capability: Pod Security Standards "restricted", fix first.
 //   fix:   fills the unset fields restricted needs (fix.ts)
 //   check: PSA's restricted checks at version latest, one file each (checks/)
+import type { V1PodSpec } from "@kubernetes/client-node";
+import { isPod, podTemplateOf } from "../../lib/pod";
 import type { Policy } from "../../lib/policy";
 import { emptyFindings, type Violation } from "../../lib/verdict";
 import { evaluatePod, type CheckOutcome } from "./checks";
 import { CAPABILITY, fixPodSecurity } from "./fix";
+
+/** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
+export const DEBUG_PROFILE_FIX =
+  "with kubectl debug, use --profile=restricted (it sets what Pod Security restricted asks of the debug container)";
 
 export function toViolation(outcome: CheckOutcome): Violation {
   const detail = outcome.forbiddenDetail ? `: ${outcome.forbiddenDetail}` : "";
@@ -30,14 +36,21 @@ export const securityContextPolicy: Policy = {
   check(object, target, ctx) {
     const findings = emptyFindings();
     if (!ctx.settings.securityContext.enabled || !target) return findings;
-    // A Pod UPDATE that leaves the spec as it was (labels, annotations) is not re-judged; PSA goes
-    // further and also lets image-only changes through.
-    if (!target.isTemplate && ctx.operation === "UPDATE" && ctx.oldObject) {
-      if (JSON.stringify(ctx.oldObject.spec) === JSON.stringify(object.spec)) return findings;
+    let template = target.template;
+    let debugging = false;
+    // A Pod UPDATE can add ephemeral containers (`kubectl debug`) and change images; the security
+    // context of the other containers cannot change, and was judged when the pod was created (PSA
+    // too lets image changes through). So only the ephemeral containers are judged, with the
+    // pod-level fields they inherit; the engine drops what the stored pod already had.
+    if (!target.isTemplate && ctx.operation === "UPDATE" && isPod(object) && ctx.oldObject) {
+      const ephemeral = (spec?: V1PodSpec) => spec?.ephemeralContainers?.length ?? 0;
+      template = { ...template, spec: { ...template.spec, containers: [], initContainers: [] } };
+      debugging = ephemeral(template.spec) > ephemeral(podTemplateOf(ctx.oldObject)?.spec);
     }
-    findings.violations = evaluatePod(target.template, "restricted")
+    findings.violations = evaluatePod(template, "restricted")
       .filter(outcome => !outcome.allowed)
-      .map(toViolation);
+      .map(toViolation)
+      .map(v => (debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v));
     return findings;
   },
 };

@@ -8,7 +8,9 @@
 // Where the ServiceAccount is ensured: in the mutate step (fix), not in validation. The same
 // plugin's validating half runs after the mutating webhooks and before the validating ones, and
 // rejects a pod whose ServiceAccount does not exist ("error looking up service account"), so by the
-// time our validator runs it is too late. fix() therefore asks ctx.cluster.ensureServiceAccount (the
+// time our validator runs it is too late. (Its mutating half, before the webhooks, looks up the
+// account a pod names too: a pod naming a missing account never reaches us, which is why pods are
+// moved at creation and templates are not.) fix() therefore asks ctx.cluster.ensureServiceAccount (the
 // live view knows accounts from a watch and creates a missing one, bounded by the webhook budget;
 // dry-run requests and the snapshot view create nothing and say "would-create"). A pod is moved only
 // to an account that exists or was just created — never to one the API server would not find:
@@ -130,6 +132,11 @@ function dropInjectedToken(target: PodTarget, ctx: RuleContext): Change[] {
 export async function moveOffDefault(target: PodTarget, ctx: RuleContext): Promise<Change[]> {
   const name = shouldMove(target, ctx);
   if (!name) return [];
+  // A workload's own template (workloads.mutate) keeps its account: its pods are moved when they
+  // are created, after the account is made sure to exist. A template that named it instead would
+  // lock the workload out the day the account is deleted: the API server looks up the account a
+  // pod names before any webhook runs, and refuses the pod when it is missing.
+  if (target.applied) return [];
   let created = "";
   // Only a real Pod creates it: a workload's template is a simulation on a copy.
   if (!target.isTemplate) {

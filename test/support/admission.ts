@@ -7,7 +7,7 @@
 // requests copied from limits... (see defaultPod). Tests send that, not the manifest a user wrote.
 import { randomUUID } from "node:crypto";
 import { applyPatch as applyJsonPatch, deepClone, type Operation } from "fast-json-patch";
-import type { KubeObject } from "../../lib/pod";
+import { WORKLOAD_KINDS, type KubeObject } from "../../lib/pod";
 import type { Controller } from "./controller";
 import { RESOURCE_TYPES, type StandInApi } from "./stand-in-api";
 
@@ -23,6 +23,9 @@ export interface AdmissionRequest {
   resource: { group: string; version: string; resource: string };
   requestKind: { group: string; version: string; kind: string };
   requestResource: { group: string; version: string; resource: string };
+  /** e.g. "ephemeralcontainers" for `kubectl debug`'s UPDATE of pods/ephemeralcontainers. */
+  subResource?: string;
+  requestSubResource?: string;
   name?: string;
   namespace?: string;
   operation: "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
@@ -56,6 +59,8 @@ export interface ReviewOptions {
   dryRun?: boolean;
   /** false: send the object as given, without the API server's defaults. */
   defaulted?: boolean;
+  /** The subresource the request is for (requestSubResource too), e.g. "ephemeralcontainers". */
+  subResource?: string;
 }
 
 export const ADMIN: UserInfo = {
@@ -214,6 +219,10 @@ function review(
       resource,
       requestKind: kind,
       requestResource: resource,
+      ...(opts.subResource && {
+        subResource: opts.subResource,
+        requestSubResource: opts.subResource,
+      }),
       name: meta?.name ?? "",
       namespace,
       operation,
@@ -287,6 +296,11 @@ export interface AdmitOptions extends ReviewOptions {
    * does not hold is refused with the API server's own message. Without it, no such check.
    */
   api?: StandInApi;
+  /**
+   * The module was built with workloads.mutate: its mutating webhook also receives workloads on
+   * CREATE and UPDATE (by default it receives only Pod CREATE).
+   */
+  workloadsMutated?: boolean;
 }
 
 /** The refusal of the ServiceAccount admission plugin (kube-apiserver 1.32) for a missing account. */
@@ -294,8 +308,8 @@ export const serviceAccountNotFound = (pod: string, namespace: string, account: 
   `pods "${pod}" is forbidden: error looking up service account ${namespace}/${account}: serviceaccount "${account}" not found`;
 
 /**
- * What the API server does with one object: the mutating webhook (only for Pod CREATE, the one
- * thing our MutatingWebhookConfiguration matches), the patch applied, with `api` the
+ * What the API server does with one object: the mutating webhook (for Pod CREATE, what our
+ * MutatingWebhookConfiguration matches, and workloads with `workloadsMutated`), the patch applied, with `api` the
  * ServiceAccount admission's check that the pod's account exists, then the validating webhook on
  * the patched object.
  */
@@ -312,7 +326,12 @@ export async function admit(
   const request = first.request!;
   let patched = request.object as KubeObject;
   let mutateResponse: AdmissionResponse | undefined;
-  if (manifest?.kind === "Pod" && operation === "CREATE") {
+  const mutated =
+    (manifest?.kind === "Pod" && operation === "CREATE") ||
+    (opts.workloadsMutated &&
+      (WORKLOAD_KINDS as readonly string[]).includes(String(manifest?.kind)) &&
+      (operation === "CREATE" || operation === "UPDATE"));
+  if (mutated) {
     const mutated = (await controller.mutate(first)).response!;
     mutateResponse = mutated;
     // Refused before the validating webhook: by our mutating webhook or by the API server.

@@ -13,7 +13,7 @@ import type { Policy } from "../../lib/policy";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import { formatViolation } from "../../lib/verdict";
 import cfg from "../../package.json";
-import { admit, type AdmitResult, type ReviewOptions } from "./admission";
+import { admit, type AdmitOptions, type AdmitResult } from "./admission";
 import type { Controller } from "./controller";
 
 /**
@@ -38,7 +38,7 @@ export function settingsEnv(settings: SettingsInput = {}): Record<string, string
   return { ADMISSION_GUARD_SETTINGS: JSON.stringify(settings) };
 }
 
-export interface ParityOptions extends ReviewOptions {
+export interface ParityOptions extends AdmitOptions {
   /** The cluster objects (usually `api.objects()`). */
   objects: KubeObject[];
   /** The settings the controller was started with (see settingsEnv). */
@@ -47,8 +47,6 @@ export interface ParityOptions extends ReviewOptions {
   /** Replace the cluster view entirely (default: SyncedSnapshot of objects and rbac). */
   cluster?: ClusterView;
   policies?: Policy[];
-  operation?: "CREATE" | "UPDATE";
-  oldObject?: KubeObject;
 }
 
 export interface ParityReport {
@@ -118,7 +116,7 @@ export async function checkParity(
   for (const line of engine.mode === "audit" ? [] : warned)
     if (!e2e.warnings.includes(line))
       differences.push(`warning missing from the controller: ${line}`);
-  if (manifest?.kind === "Pod") {
+  if (manifest?.kind === "Pod" || opts.workloadsMutated) {
     const fromController = canonical(withoutPeprAnnotations(e2e.patched));
     const fromEngine = canonical(withoutPeprAnnotations(engine.object));
     if (fromController !== fromEngine)

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
+import { policies } from "../../capabilities";
 import { helloPepr, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
 import { demoPodYaml, run, tempTree } from "./check-helpers";
 
@@ -457,5 +458,49 @@ describe("check: errors and exit codes", () => {
     expect(r.json[0].violations).toEqual([
       expect.objectContaining({ capability: "broken", rule: "internal-error" }),
     ]);
+  });
+});
+
+describe("check: manifests read as the API server reads them", () => {
+  const fixtures = join(__dirname, "..", "fixtures", "check");
+
+  it("refuses the canary's 'corrected' Deployment: each misplaced field named, with where it belongs, exit 2", async () => {
+    const r = await run(["check", join(fixtures, "gpt4-canary-after.yaml")], { policies });
+    expect(r.code).toBe(2);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /gpt4-canary-after\.yaml: document 1: Deployment gpt4-canary\/gpt4-canary: spec\.template\.spec\.securityContext\.readOnlyRootFilesystem: unknown field, which the API server refuses; it belongs in each container's securityContext: spec\.template\.spec\.containers\[\*\]\.securityContext\.readOnlyRootFilesystem$/,
+      ),
+      expect.stringMatching(
+        /spec\.template\.spec\.securityContext\.allowPrivilegeEscalation: unknown field, .* spec\.template\.spec\.containers\[\*\]\.securityContext\.allowPrivilegeEscalation$/,
+      ),
+    ]);
+    // No rule ran on it: it is an input error, not a verdict.
+    expect(r.stdout).not.toContain("DENIED");
+  });
+
+  it("names a wrong type or value with its field", async () => {
+    const dir = tempTree({
+      "pod.yaml":
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\nspec:\n  restartPolicy: Sometimes\n  containers: [{name: c, image: 5}]\n",
+    });
+    const r = await run(["check", "pod.yaml"], { cwd: dir, policies });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("Pod x/p: spec.containers[0].image: must be string");
+    expect(r.stderr).toContain(
+      'Pod x/p: spec.restartPolicy: must be equal to one of the allowed values ("Always", "Never", "OnFailure")',
+    );
+  });
+
+  it("admits a restricted pod with a volume that names no source: the API server makes it an emptyDir", async () => {
+    const r = await run(
+      ["check", "-o", "json", join(fixtures, "restricted-volume-without-source.yaml")],
+      { policies },
+    );
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.json[0]).toMatchObject({ name: "scratch-volumes", allowed: true });
+    expect(JSON.stringify(r.json[0])).not.toContain("restrictedVolumes");
   });
 });

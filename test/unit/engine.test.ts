@@ -1,8 +1,17 @@
-import { decide, fixPod, modeOf, contextFor, review, recordedFixes } from "../../lib/engine";
+import {
+  decide,
+  fixPod,
+  fixWorkload,
+  modeOf,
+  contextFor,
+  review,
+  recordedFixes,
+} from "../../lib/engine";
 import { SnapshotCluster } from "../../lib/cluster";
 import { defaultSettings } from "../../lib/settings";
 import { helloPepr, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
-import type { KubeObject } from "../../lib/pod";
+import { imageRegistryPolicy } from "../../capabilities/image-registry";
+import { containersChanged, type KubeObject } from "../../lib/pod";
 
 const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
@@ -154,5 +163,146 @@ describe("engine on malformed objects", () => {
     });
     expect(r.allowed).toBe(false);
     expect(r.violations.map(v => v.rule)).toEqual(["malformed-object"]);
+  });
+});
+
+describe("engine on a Pod UPDATE", () => {
+  const greeted = () => {
+    const pod = demoPod({ [HELLO_LABEL]: "true" });
+    return pod;
+  };
+  const update = (pod: KubeObject, old: KubeObject) =>
+    review([helloPepr], pod, {
+      settings: defaultSettings(),
+      cluster: cluster(),
+      operation: "UPDATE",
+      oldObject: old,
+    });
+
+  it("an update that changes no container is not judged, whatever the pod carries", async () => {
+    const old = greeted();
+    const relabelled = structuredClone(old);
+    relabelled.metadata!.labels![HELLO_DENY_LABEL] = "true"; // hello-pepr would deny it on CREATE
+    const r = await update(relabelled, old);
+    expect(r.allowed).toBe(true);
+    expect(r.violations).toEqual([]);
+  });
+
+  it("an update that changes a container is judged, and only what is new counts", async () => {
+    // Stored with the deny label (admitted before the rule, or in warn mode).
+    const old = demoPod({ [HELLO_DENY_LABEL]: "true" });
+    const bumped = structuredClone(old);
+    (bumped.spec as { containers: { image: string }[] }).containers[0].image = "nginx:2";
+    const r = await update(bumped, old);
+    expect(r.violations).toEqual([]);
+    expect(r.allowed).toBe(true);
+  });
+
+  it("a changed image is judged: a new violation denies, one the stored pod had does not", async () => {
+    const settings = {
+      ...defaultSettings(),
+      registries: { ...defaultSettings().registries, allowed: ["ghcr.io"] },
+    };
+    const pod = (...images: string[]): KubeObject => ({
+      ...demoPod(),
+      spec: { containers: images.map((image, i) => ({ name: `c${i}`, image })) },
+    });
+    const run = (now: KubeObject, old: KubeObject) =>
+      review([imageRegistryPolicy], now, {
+        settings,
+        cluster: cluster(),
+        operation: "UPDATE",
+        oldObject: old,
+      });
+    const denied = await run(pod("evil.example.com/x:1"), pod("ghcr.io/x:1"));
+    expect(denied.allowed).toBe(false);
+    expect(denied.violations.map(v => v.rule)).toEqual(["registry-not-allowed"]);
+    // c0 came from a registry that is not allowed since creation; only c1 changes, to an allowed one.
+    const kept = await run(pod("quay.io/x:1", "ghcr.io/y:2"), pod("quay.io/x:1", "ghcr.io/y:1"));
+    expect(kept.violations).toEqual([]);
+    expect(kept.allowed).toBe(true);
+  });
+
+  it("containersChanged sees images and ephemeral containers, not metadata or tolerations", () => {
+    const old = demoPod();
+    const same = structuredClone(old);
+    same.metadata!.labels = { x: "y" };
+    (same.spec as Record<string, unknown>).tolerations = [{ key: "k", operator: "Exists" }];
+    expect(containersChanged(same, old)).toBe(false);
+    const image = structuredClone(old);
+    (image.spec as { containers: { image: string }[] }).containers[0].image = "nginx:2";
+    expect(containersChanged(image, old)).toBe(true);
+    const debug = structuredClone(old);
+    (debug.spec as Record<string, unknown>).ephemeralContainers = [{ name: "d", image: "busybox" }];
+    expect(containersChanged(debug, old)).toBe(true);
+  });
+});
+
+describe("engine with workloads.mutate", () => {
+  const deployment = (): KubeObject => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "d", namespace: "pepr-demo" },
+    spec: {
+      selector: { matchLabels: { app: "d" } },
+      template: {
+        metadata: { labels: { app: "d" } },
+        spec: { containers: [{ name: "c", image: "nginx" }] },
+      },
+    },
+  });
+  const on = () => ({ ...defaultSettings(), workloads: { mutate: true } });
+  const template = (obj: KubeObject) =>
+    (obj.spec as { template: { metadata: KubeObject["metadata"] } }).template;
+
+  it("fixes the template itself, records the fix on it, and a second run changes nothing", async () => {
+    const d = deployment();
+    const ctx = contextFor(d, { settings: on(), cluster: cluster() });
+    const first = await fixWorkload([helloPepr], d, ctx);
+    expect(first.changes.map(c => c.rule)).toEqual(["greet"]);
+    expect(template(d).metadata?.labels?.[HELLO_LABEL]).toBe("true");
+    expect(template(d).metadata?.annotations?.["admission-guard.dev/fixed"]).toBe(
+      "hello-pepr/greet",
+    );
+    const snapshot = JSON.stringify(d);
+    expect((await fixWorkload([helloPepr], d, ctx)).changes).toEqual([]);
+    expect(JSON.stringify(d)).toBe(snapshot);
+  });
+
+  it("review() returns the fixed workload and says fixed, not 'its pods will get'", async () => {
+    const input = deployment();
+    const r = await review([helloPepr], input, { settings: on(), cluster: cluster() });
+    expect(template(r.object).metadata?.labels?.[HELLO_LABEL]).toBe("true");
+    expect(r.warnings.join("\n")).toContain("admission-guard/hello-pepr: fixed ");
+    expect(r.warnings.join("\n")).not.toContain("its pods will get");
+    expect(template(input).metadata?.labels?.[HELLO_LABEL]).toBeUndefined(); // input untouched
+  });
+
+  it("leaves alone a workload a controller made (a Deployment's ReplicaSet): its template is its owner's", async () => {
+    const rs: KubeObject = {
+      ...deployment(),
+      kind: "ReplicaSet",
+      metadata: {
+        name: "d-5f7c9",
+        namespace: "pepr-demo",
+        ownerReferences: [
+          { apiVersion: "apps/v1", kind: "Deployment", name: "d", uid: "u", controller: true },
+        ],
+      },
+    };
+    const ctx = contextFor(rs, { settings: on(), cluster: cluster() });
+    expect((await fixWorkload([helloPepr], rs, ctx)).changes).toEqual([]);
+    expect(template(rs).metadata?.labels?.[HELLO_LABEL]).toBeUndefined();
+  });
+
+  it("off (the default): the template is left alone, and its pods' fixes are announced", async () => {
+    const r = await review([helloPepr], deployment(), {
+      settings: defaultSettings(),
+      cluster: cluster(),
+    });
+    expect(template(r.object).metadata?.annotations).toBeUndefined();
+    expect(r.warnings.join("\n")).toContain("its pods will get");
+    const ctx = contextFor(deployment(), { settings: defaultSettings(), cluster: cluster() });
+    expect((await fixWorkload([helloPepr], deployment(), ctx)).changes).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import {
 } from "../../capabilities/service-account/rules";
 import { grantCommands, secretReferences } from "../../capabilities/service-account/secret-access";
 import { SnapshotCluster, type EnsureResult } from "../../lib/cluster";
-import { contextFor, review } from "../../lib/engine";
+import { contextFor, fixWorkload, review } from "../../lib/engine";
 import { podTemplateOf, type KubeObject } from "../../lib/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import * as fc from "fast-check";
@@ -253,6 +253,29 @@ describe("service-account: ensuring the ServiceAccount", () => {
     expect(cluster.ensured[0]).toBe("llama-index/workload");
     expect(r.allowed).toBe(true);
     expect(r.warnings.join("\n")).not.toMatch(/will be created/);
+  });
+
+  it("a workload's own template (workloads.mutate) keeps its account: its pods are moved when created", async () => {
+    const deployment: KubeObject = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "trainer", namespace: NS },
+      spec: { template: { metadata: {}, spec: podTemplateOf(seedPod())!.spec } },
+    };
+    const cluster = new FakeLive({ state: "exists" });
+    const s = { ...settings(), workloads: { mutate: true } };
+    const fixed = await fixWorkload(
+      policies,
+      deployment,
+      contextFor(deployment, { settings: s, cluster }),
+    );
+    expect(fixed.changes.filter(c => c.rule === "dedicated-service-account")).toEqual([]);
+    expect(podTemplateOf(deployment)!.spec.serviceAccountName).toBe("default");
+    // Its pods will be: said as what they will get.
+    const r = await review(policies, deployment, { settings: s, cluster });
+    expect(r.warnings.join("\n")).toMatch(
+      /its pods will get spec\.template\.spec\.serviceAccountName="workload"/,
+    );
   });
 
   it("a dry-run request asks as dry run", async () => {

@@ -67,9 +67,13 @@ export function namespace(
 
 /** The module installed for a whole test file: in beforeAll when `when` is "all", else on demand. */
 export function useModule(cluster: Cluster, options: InstallOptions = {}) {
-  const handle: { module?: InstalledModule; install(): Promise<InstalledModule> } = {
-    async install() {
-      handle.module ??= await installModule(cluster.admin, cluster.caPem, options);
+  const handle: {
+    module?: InstalledModule;
+    /** Installs it once (later calls return the same); `more` adds to the file's options. */
+    install(more?: InstallOptions): Promise<InstalledModule>;
+  } = {
+    async install(more = {}) {
+      handle.module ??= await installModule(cluster.admin, cluster.caPem, { ...options, ...more });
       return handle.module;
     },
   };

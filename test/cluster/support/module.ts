@@ -8,12 +8,12 @@
 // the module; the bundle run here does not, so the harness does it with the module's own token.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { peprStoreCRD } from "pepr/src/lib/assets/store";
 import type { KubeObject } from "../../../lib/pod";
 import { createTestCerts, type TestCerts } from "../../support/certs";
-import { freePort, startController, type Controller } from "../../support/controller";
+import { bundlePath, freePort, startController, type Controller } from "../../support/controller";
 import { moduleYamlPath } from "../../support/module-rbac";
 import { KubeClient, kubeconfigYaml, pathOf, statusMessage } from "./kube-client";
 
@@ -99,6 +99,8 @@ async function must<T extends { status: number; text: string }>(what: string, ca
 export interface InstallOptions {
   /** The controller's environment: settings as ADMISSION_GUARD_*, LOG_LEVEL. */
   env?: Record<string, string>;
+  /** The output directory of another build (variant-build.ts); default: this repo's dist/. */
+  dist?: string;
 }
 
 export async function installModule(
@@ -106,7 +108,9 @@ export async function installModule(
   caPem: string,
   options: InstallOptions = {},
 ): Promise<InstalledModule> {
-  const manifest = readModuleManifest();
+  const manifest = readModuleManifest(
+    options.dist ? join(options.dist, basename(moduleYamlPath())) : undefined,
+  );
   for (const doc of manifest.docs.filter(d => INSTALLED_KINDS.includes(String(d.kind))))
     await must(`applying ${doc.kind} ${doc.metadata?.name}`, admin.apply(pathOf(doc), doc));
 
@@ -136,6 +140,7 @@ export async function installModule(
   const port = await freePort();
   const controllerOptions = {
     api: { url: admin.server, kubeconfigPath, certs },
+    bundle: options.dist ? join(options.dist, basename(bundlePath())) : undefined,
     port,
     apiPath: manifest.apiPath,
     env: options.env,

@@ -1,0 +1,182 @@
+// Pods change after they are created: `kubectl set image` (a Pod UPDATE) and `kubectl debug` (an
+// UPDATE of pods/ephemeralcontainers). Through the real controller against the stand-in, each
+// answer compared with the offline review (`check`'s engine) of the same request.
+import type { V1EphemeralContainer, V1PodSpec } from "@kubernetes/client-node";
+import type { KubeObject } from "../../lib/pod";
+import { admit } from "../support/admission";
+import { useEnvironment } from "../support/environment";
+import { checkParity, settingsEnv } from "../support/parity";
+
+const NS = "web-team";
+const SETTINGS = { registries: { allowed: ["ghcr.io", "docker.io/library"] } };
+const env = useEnvironment({
+  objects: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }],
+  env: settingsEnv(SETTINGS),
+});
+
+const manifest: KubeObject = {
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: "web", namespace: NS, labels: { app: "web" } },
+  spec: { containers: [{ name: "web", image: "ghcr.io/org/web:1.0" }] },
+};
+
+/** The pod as the API server stored it after both webhooks. */
+let stored: KubeObject;
+
+beforeAll(async () => {
+  const created = await admit(env.controller, manifest);
+  expect(created.allowed).toBe(true);
+  stored = {
+    ...created.patched,
+    metadata: { ...created.patched.metadata, uid: "u-web", resourceVersion: "7" },
+  };
+});
+
+function changed(edit: (spec: V1PodSpec, pod: KubeObject) => void): KubeObject {
+  const pod = structuredClone(stored);
+  edit(pod.spec as V1PodSpec, pod);
+  return pod;
+}
+
+/** What `kubectl set image pod/web web=IMAGE` sends. */
+const setImage = (image: string) =>
+  changed(spec => {
+    spec.containers[0].image = image;
+  });
+
+/** What `kubectl debug web --image=busybox:1.36 --profile=PROFILE` sends (the container it adds). */
+function debug(
+  name: string,
+  securityContext?: V1EphemeralContainer["securityContext"],
+): KubeObject {
+  return changed(spec => {
+    spec.ephemeralContainers = [
+      ...(spec.ephemeralContainers ?? []),
+      {
+        name,
+        image: "busybox:1.36",
+        stdin: true,
+        tty: true,
+        targetContainerName: "web",
+        terminationMessagePolicy: "File",
+        terminationMessagePath: "/dev/termination-log",
+        imagePullPolicy: "IfNotPresent",
+        ...(securityContext && { securityContext }),
+      },
+    ];
+  });
+}
+
+/** The UPDATE of `old` (default: the stored pod) to `pod`, through both front doors. */
+async function update(pod: KubeObject, subResource?: string, old: KubeObject = stored) {
+  const report = await checkParity(env.controller, pod, {
+    objects: env.api.objects(),
+    settings: SETTINGS,
+    operation: "UPDATE",
+    oldObject: old,
+    subResource,
+  });
+  expect(report.differences).toEqual([]);
+  return report.e2e;
+}
+
+describe("kubectl set image", () => {
+  it("to a registry that is not allowed: denied, naming the container and the registry", async () => {
+    const r = await update(setImage("evil.example.com/miner:latest"));
+    expect(r.allowed).toBe(false);
+    expect(r.message).toBe(
+      'admission-guard/image-registry: container "web" image "evil.example.com/miner:latest" (evil.example.com/miner:latest) is from registry evil.example.com, which is not allowed; allowed: ghcr.io, docker.io/library. Fix: use an image from an allowed registry or its mirror (ghcr.io, docker.io/library) in spec.containers[0].image; if evil.example.com should be allowed, an admin adds it to registries.allowed (env ADMISSION_GUARD_REGISTRIES_ALLOWED, e.g. in package.json pepr.env)',
+    );
+  });
+
+  it("to an allowed one: admitted, with nothing to say", async () => {
+    const r = await update(setImage("ghcr.io/org/web:2.0"));
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toEqual([]);
+  });
+});
+
+describe("kubectl debug", () => {
+  it("--profile=sysadmin (a privileged container): denied, saying which profile passes", async () => {
+    const r = await update(debug("debugger-sys", { privileged: true }), "ephemeralcontainers");
+    expect(r.allowed).toBe(false);
+    expect(r.message).toMatch(
+      /^admission-guard\/security-context: privileged: container "debugger-sys" must not set securityContext\.privileged=true/,
+    );
+    expect(r.message).toContain("with kubectl debug, use --profile=restricted");
+    // Only the debug container is judged: the app container passed when it was created.
+    expect(r.message).not.toContain('"web"');
+  });
+
+  it("--profile=general (no securityContext): denied for what restricted asks of the container", async () => {
+    const r = await update(debug("debugger-gen"), "ephemeralcontainers");
+    expect(r.allowed).toBe(false);
+    expect(r.message).toContain(
+      'container "debugger-gen" must set securityContext.allowPrivilegeEscalation=false',
+    );
+    expect(r.message).toContain("with kubectl debug, use --profile=restricted");
+  });
+
+  it("--profile=restricted: admitted", async () => {
+    const r = await update(
+      debug("debugger-ok", {
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ["ALL"] },
+        seccompProfile: { type: "RuntimeDefault" },
+      }),
+      "ephemeralcontainers",
+    );
+    expect(r.message).toBe("");
+    expect(r.allowed).toBe(true);
+  });
+
+  it("an image from a registry that is not allowed: denied like any container", async () => {
+    const pod = debug("debugger-evil", {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+    (pod.spec as V1PodSpec).ephemeralContainers![0].image = "evil.example.com/tools:1";
+    const r = await update(pod, "ephemeralcontainers");
+    expect(r.allowed).toBe(false);
+    expect(r.message).toMatch(
+      /^admission-guard\/image-registry: ephemeral container "debugger-evil" image "evil\.example\.com\/tools:1"/,
+    );
+  });
+});
+
+describe("updates that change no container", () => {
+  it("labels, annotations and finalizers: admitted without a word", async () => {
+    const r = await update(
+      changed((_spec, pod) => {
+        pod.metadata!.labels = { ...pod.metadata!.labels, release: "canary" };
+        pod.metadata!.annotations = { ...pod.metadata!.annotations, note: "x" };
+        pod.metadata!.finalizers = ["example.com/keep"];
+      }),
+    );
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toEqual([]);
+  });
+
+  it("never refused for what the pod had since its creation", async () => {
+    // A pod admitted before the registry rule (or in warn mode): its image is not allowed today.
+    const legacy = changed(spec => {
+      spec.containers[0].image = "private-registry.com/web:1";
+      spec.containers.push({ name: "helper", image: "ghcr.io/org/helper:1" });
+    });
+    const relabelled = structuredClone(legacy);
+    relabelled.metadata!.labels = { app: "web", tier: "x" };
+    const r = await update(relabelled, undefined, legacy);
+    expect(r.message).toBe("");
+    expect(r.allowed).toBe(true);
+
+    // Another container's image changes: judged; the old image of "web" is not.
+    const helperBumped = structuredClone(legacy);
+    (helperBumped.spec as V1PodSpec).containers[1].image = "ghcr.io/org/helper:2";
+    const bumped = await update(helperBumped, undefined, legacy);
+    expect(bumped.message).toBe("");
+    expect(bumped.allowed).toBe(true);
+    expect(bumped.warnings).toEqual([]);
+  });
+});
