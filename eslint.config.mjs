@@ -26,6 +26,7 @@ export default [
       "jest.config.js",
       "jest.cluster.config.js",
       "test/cluster/support/sequencer.js",
+      "test/support/quiet-pepr.js",
     ],
   },
   ...compat.extends("eslint:recommended", "plugin:@typescript-eslint/recommended"),

@@ -23,4 +23,5 @@ module.exports = {
   },
   transformIgnorePatterns: [`node_modules/(?!(${esmPackages}))`],
   testTimeout: 30000,
+  setupFiles: ["<rootDir>/test/support/quiet-pepr.js"],
 };

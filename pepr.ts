@@ -2,23 +2,22 @@
 // environment (package.json `pepr.env`, Helm values) and are validated before anything starts.
 import { Log, PeprModule } from "pepr";
 import cfg from "./package.json";
-import { policies } from "./capabilities";
+import { capabilities, policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
-import { moduleCapability } from "./lib/pepr-adapter";
+import { configureAdmission } from "./lib/pepr-adapter";
 import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
-import { settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
+import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 
-// `pepr build` loads this module to read its bindings: the settings it builds with are the
-// controller's environment from package.json (pepr.env), over which the build's own environment
-// may set a value. The one setting that changes bindings, and so the webhook rules, is
-// workloads.mutate.
+// `pepr build` loads this module to read its bindings (see moduleEnvironment for where settings
+// come from then). The one setting that changes bindings, and so the webhook rules, is
+// workloads.mutate (capabilities/workloads).
 const building = process.env.PEPR_MODE === "build";
 const controllerEnv = cfg.pepr.env as Record<string, string>;
 
 function loadSettings(): Settings {
   try {
-    return settingsFromEnv(building ? { ...controllerEnv, ...process.env } : process.env);
+    return settingsFromEnv(moduleEnvironment(controllerEnv));
   } catch (e) {
     // A bad setting stops start-up, naming it: better a crash-looping pod with a clear log than
     // a webhook that silently enforces something else.
@@ -43,9 +42,9 @@ if (!building && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
 // instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
 if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
 
-const module = new PeprModule(cfg, [moduleCapability({ settings, cluster, policies })], {
-  deferStart: true,
-});
+// Each policy area is a Pepr capability (capabilities/index.ts); their actions answer with these.
+configureAdmission({ settings, cluster, policies });
+const module = new PeprModule(cfg, capabilities, { deferStart: true });
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
 if (!building) module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));

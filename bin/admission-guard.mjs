@@ -11,6 +11,11 @@ process.stdout.on("error", error => {
   throw error;
 });
 
+// The capabilities `check` reads are Pepr capabilities: loading them loads Pepr, whose logger
+// prints each binding it configures on stdout, which is check's report. Not a log line of it is
+// check's business.
+process.env.LOG_LEVEL = "silent";
+
 register();
 const { main } = createRequire(import.meta.url)("../cli/main.ts");
 process.exitCode = await main(process.argv.slice(2));

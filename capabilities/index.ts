@@ -1,22 +1,32 @@
-// The capabilities of the module, in the order they run: fixes in this order on Pod CREATE, then
-// every check. Add yours with one line (see hello-pepr.ts). Pure: the webhook (pepr.ts) and the
-// offline `check` (cli/check.ts) both take this list, so they always run the same rules.
+// The capabilities of the module, in the order they run: their fixes in this order on Pod CREATE
+// (mirrors first, so every later capability sees the image the kubelet will pull), then their
+// checks, in this order too, in the shared validation of Pods and workloads. pepr.ts registers this
+// list with Pepr, and `check` runs the policies of the same list: add your capability with one line
+// here (see hello-pepr.ts) and it acts in both.
+import { HelloPepr } from "../hello-pepr";
+import { policiesOf } from "../lib/pepr-adapter";
 import type { Policy } from "../lib/policy";
-import { helloPepr } from "../hello-pepr";
-import { imageRegistryPolicy } from "./image-registry";
-import { labelsPolicy } from "./labels";
-import { payloadSizePolicy } from "./payload-size";
-import { resourceQuotaPolicy } from "./resource-quota";
-import { securityContextPolicy } from "./security-context";
-import { serviceAccountPolicy } from "./service-account";
+import { ImageRegistry } from "./image-registry";
+import { Labels } from "./labels";
+import { PayloadSize } from "./payload-size";
+import { Pods } from "./pods";
+import { ResourceQuota } from "./resource-quota";
+import { SecurityContext } from "./security-context";
+import { ServiceAccount } from "./service-account";
+import { Workloads } from "./workloads";
 
-export const policies: Policy[] = [
-  // Mirrors first, so the registry check sees the rewritten image.
-  imageRegistryPolicy,
-  securityContextPolicy,
-  labelsPolicy,
-  serviceAccountPolicy,
-  resourceQuotaPolicy,
-  payloadSizePolicy,
-  helloPepr,
+export const capabilities = [
+  ImageRegistry,
+  SecurityContext,
+  Labels,
+  ServiceAccount,
+  ResourceQuota,
+  PayloadSize,
+  HelloPepr,
+  // Last: Pods and workload templates, judged with the policies of every capability above.
+  Pods,
+  Workloads,
 ];
+
+/** The pure policies of these capabilities, in order: what `check` and the engine run. */
+export const policies: Policy[] = policiesOf(capabilities);

@@ -6,9 +6,7 @@
 // (A request defaulting to its limit, and LimitRange defaults, are done by the quota rules, which
 // need them for templates too: capabilities/resource-quota/resources.ts.)
 import { podTemplateOf, type KubeObject } from "../lib/pod";
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
+import { isRecord } from "../lib/record";
 
 /** A copy of the object with the API server's defaults that matter to the rules. */
 export function withApiDefaults(obj: KubeObject): KubeObject {

@@ -6,6 +6,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { extname, join, relative, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, parseAllDocuments, type Document } from "yaml";
 import type { KubeObject } from "../lib/pod";
+import { isRecord } from "../lib/record";
 
 /** Where an object came from: 1-based document number, and item number inside a List. */
 export interface Source {
@@ -49,9 +50,6 @@ export const sameData = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.s
 export function describeSource(s: Source): string {
   return `${s.file}: document ${s.document}${s.item ? `, item ${s.item}` : ""}`;
 }
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 function typeName(x: unknown): string {
   if (Array.isArray(x)) return "a list";

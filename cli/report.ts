@@ -1,7 +1,7 @@
 // How `check` prints its results: a compact text report for people, or one JSON object per line
 // for machines. Both come from the engine's Review, so they say what the webhook would say.
-import { formatChange, formatViolation, type Change, type Violation } from "../lib/verdict";
-import { pendingWarnings, type Review } from "../lib/engine";
+import { formatViolation, type Change, type Violation } from "../lib/verdict";
+import { fixedNotesOf, pendingWarnings, type Review } from "../lib/engine";
 import { isPod, type KubeObject } from "../lib/pod";
 import { describeSource, type Source } from "./manifests";
 
@@ -94,7 +94,7 @@ export function textBlock({ source, review: r }: Checked, style: Style): string 
   // Warnings that are not already printed above as a change or a violation.
   const shown = new Set([
     ...r.violations.map(formatViolation),
-    ...(workload ? pendingWarnings(r.changes, r.kind) : r.changes.map(formatChange)),
+    ...(workload ? pendingWarnings(r.changes, r.kind) : fixedNotesOf(r.changes)),
   ]);
   for (const w of r.warnings.filter(w => !shown.has(w))) line("note", style.yellow, w);
   return lines.join("\n");

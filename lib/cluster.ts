@@ -10,7 +10,9 @@ import type {
   V1ServiceAccount,
 } from "@kubernetes/client-node";
 import type { KubeObject } from "./pod";
-import { evaluateSecretAccess } from "./rbac";
+import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "./rbac";
+
+export type { RbacEvaluator, SecretAccess };
 
 export interface NamespaceInfo {
   name: string;
@@ -18,17 +20,11 @@ export interface NamespaceInfo {
   annotations: Record<string, string>;
 }
 
-/** Result of asking whether a ServiceAccount may `get` some secrets. */
-export interface SecretAccess {
-  /** secret name → allowed. */
-  allowed: Map<string, boolean>;
-}
-
 /** Outcome of making sure a ServiceAccount exists. */
 export type EnsureResult =
   | { state: "exists" }
   | { state: "created" }
-  /** Offline: it does not exist and the webhook would create it. */
+  /** A dry run: it does not exist, and the real request would create it. */
   | { state: "would-create" }
   | { state: "failed"; reason: string };
 
@@ -68,14 +64,6 @@ export function namespaceInfoOf(obj: KubeObject): NamespaceInfo {
     annotations: str(obj.metadata?.annotations),
   };
 }
-
-/** Evaluates whether a subject may get secrets from RBAC objects; set by the RBAC module (lib/rbac.ts). */
-export type RbacEvaluator = (
-  objects: KubeObject[],
-  namespace: string,
-  serviceAccount: string,
-  secrets: string[],
-) => SecretAccess | undefined;
 
 /**
  * A cluster as a list of objects: what `kubectl get ... -o yaml` prints. A kind that the snapshot
@@ -124,7 +112,11 @@ export class SnapshotCluster implements ClusterView {
     return this.ofKind<V1Node>("Node");
   }
 
+  /** ServiceAccounts the webhook would have created by now (see ensureServiceAccount). */
+  private readonly created = new Set<string>();
+
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {
+    if (this.created.has(`${namespace}/${name}`)) return { metadata: { namespace, name } };
     const all = this.ofKind<V1ServiceAccount>("ServiceAccount");
     if (!all) return undefined;
     return (
@@ -132,8 +124,19 @@ export class SnapshotCluster implements ClusterView {
     );
   }
 
-  async ensureServiceAccount(namespace: string, name: string): Promise<EnsureResult> {
-    return this.serviceAccount(namespace, name) ? { state: "exists" } : { state: "would-create" };
+  /**
+   * What the webhook would do: a missing account is created (and exists from then on, for the
+   * next objects of the same run, as in the cluster); a dry run creates nothing.
+   */
+  async ensureServiceAccount(
+    namespace: string,
+    name: string,
+    dryRun = false,
+  ): Promise<EnsureResult> {
+    if (this.serviceAccount(namespace, name)) return { state: "exists" };
+    if (dryRun) return { state: "would-create" };
+    this.created.add(`${namespace}/${name}`);
+    return { state: "created" };
   }
 
   async secretAccess(

@@ -1,17 +1,31 @@
-// The one rule engine behind all front doors: the Pepr bindings (lib/pepr-adapter.ts) and the
-// offline `check` (cli/check.ts) both call these functions, so they cannot disagree.
+// The one rule engine behind all front doors. A request takes the same two steps in the webhook and
+// in `check`:
 //
-//   Pod CREATE:  fixPod (mutating webhook, in place)  →  validate (validating webhook, as stored)
-//   workloads:   validate: all fixes simulated once on a copy of the template, then the checks;
-//                the template itself is never changed (GitOps tools would see drift).
-//   review():    what `check` prints — the two steps above in one call.
+//   mutate():  the mutating webhook — the acting policies' fixes, in order, on the object in place
+//              (a Pod on CREATE; a workload's own template with workloads.mutate)
+//   answer():  the validating webhook — allowed or denied, the denial messages, the warnings and the
+//              metric events, for the acting policies
+//
+// The Pepr bindings (lib/pepr-adapter.ts) call them action by action: each policy area is a Pepr
+// capability that fixes Pods with its own policy; Pods and workload templates are judged by shared
+// actions with every policy (one binding per kind instead of one per area: docs/bench.md). review()
+// — what `check` runs — calls them the same way, action by action, and joins the answers as Pepr
+// joins them. The front doors only translate.
 import type { ClusterView } from "./cluster";
 import { containersChanged, isPod, isWorkload, podTemplateOf, type KubeObject } from "./pod";
-import type { Operation, Policy, PodTarget, RuleContext } from "./policy";
+import type {
+  Operation,
+  Policy,
+  PodTarget,
+  RuleChange,
+  RuleContext,
+  RuleFindings,
+  RuleViolation,
+} from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "./settings";
 import {
   emptyFindings,
-  formatChange,
+  formatNote,
   formatPendingChange,
   formatViolation,
   mergeFindings,
@@ -19,6 +33,54 @@ import {
   type Findings,
   type Violation,
 } from "./verdict";
+
+/** One admission request, as the webhook receives it and `check` simulates it. */
+export interface AdmissionInput {
+  object: KubeObject;
+  operation: Operation;
+  /** The stored object on UPDATE. */
+  oldObject?: KubeObject;
+  dryRun: boolean;
+  /** The request's namespace, used when the object has none. */
+  namespace?: string;
+}
+
+/** What every request is answered with: the settings, the cluster, every policy of the module in order. */
+export interface EngineDeps {
+  settings: Settings;
+  cluster: ClusterView;
+  policies: Policy[];
+}
+
+/** A decision to count on /metrics (lib/metrics.ts). */
+export interface DecisionEvent {
+  capability: string;
+  /** fixed | allowed | denied | allowed-warn | allowed-audit */
+  outcome: string;
+  rule?: string;
+}
+
+export interface MutateResult {
+  changes: Change[];
+  /** Fixes that threw: recorded on the object, said by answer() as internal errors. */
+  errors: Violation[];
+  events: DecisionEvent[];
+}
+
+export interface Answer {
+  /** Whether an acting policy acts on this object at all (kind, namespace, mode off). */
+  handled: boolean;
+  mode: Mode;
+  allowed: boolean;
+  /** Formatted violations that deny (enforce mode). */
+  denials: string[];
+  /** The admission warnings. */
+  warnings: string[];
+  violations: Violation[];
+  /** A workload: the fixes its pods will get when they are created. */
+  pending: Change[];
+  events: DecisionEvent[];
+}
 
 export interface ContextInput {
   settings: Settings;
@@ -43,6 +105,9 @@ export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
   };
 }
 
+const contextOf = (request: AdmissionInput, deps: EngineDeps) =>
+  contextFor(request.object, { ...request, settings: deps.settings, cluster: deps.cluster });
+
 /** The namespace's mode label, else the default mode. An unknown label value counts as enforce and is reported. */
 export function modeOf(ctx: RuleContext): { mode: Mode; warning?: string } {
   const label = ctx.namespace?.labels[NS_KEYS.mode];
@@ -61,8 +126,31 @@ export function policyApplies(policy: Policy, ctx: RuleContext): boolean {
   return modeOf(ctx).mode !== "off";
 }
 
-function internalError(policy: Policy, stage: string, e: unknown): Violation {
-  const reason = e instanceof Error ? e.message : String(e);
+/**
+ * Whether this policy is the first of the module's that acts here: what concerns the object rather
+ * than one policy (a malformed object, an unknown mode label) is said once, by that policy, and
+ * so once whether the policies are asked together (`check`) or capability by capability (Pepr).
+ */
+function speaksFirst(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
+  return allPolicies.find(p => policyApplies(p, ctx)) === policy;
+}
+
+// The engine, not each rule, says which capability a finding is from. A rule returns new objects
+// on every call, so they are stamped in place (this runs for every finding of every request).
+function stamped<T extends object>(policy: Policy, items: T[]): (T & { capability: string })[] {
+  for (const item of items) (item as T & { capability: string }).capability = policy.name;
+  return items as (T & { capability: string })[];
+}
+
+function stampFindings(policy: Policy, found: RuleFindings): Findings {
+  return {
+    changes: stamped(policy, found.changes),
+    violations: stamped(policy, found.violations),
+    warnings: found.warnings,
+  };
+}
+
+function internalError(policy: Policy, stage: string, reason: string): Violation {
   return {
     capability: policy.name,
     rule: "internal-error",
@@ -70,6 +158,8 @@ function internalError(policy: Policy, stage: string, e: unknown): Violation {
     fix: `check the object is well-formed; if it is, report this bug and meanwhile set the namespace to warn mode: kubectl label namespace <ns> ${NS_KEYS.mode}=warn --overwrite`,
   };
 }
+
+const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** Runs the policies' fixes on a pod spec in place. Errors become violations, never exceptions. */
 async function runFixes(
@@ -82,28 +172,15 @@ async function runFixes(
   for (const policy of policies) {
     if (!policy.fix || !policyApplies(policy, ctx)) continue;
     try {
-      changes.push(...(await policy.fix(target, ctx)));
+      changes.push(...stamped(policy, await policy.fix(target, ctx)));
     } catch (e) {
-      errors.push(internalError(policy, "fix", e));
+      errors.push(internalError(policy, "fix", reasonOf(e)));
     }
   }
   return { changes, errors };
 }
 
-/** The Pod mutation: fixes the pod in place, records what changed in an annotation. */
-export async function fixPod(
-  policies: Policy[],
-  pod: KubeObject,
-  ctx: RuleContext,
-): Promise<{ changes: Change[]; errors: Violation[] }> {
-  const template = podTemplateOf(pod);
-  if (!template || !isPod(pod)) return { changes: [], errors: [] };
-  const result = await runFixes(policies, { object: pod, template, isTemplate: false }, ctx);
-  recordFixes(pod, result.changes);
-  return result;
-}
-
-/** Whether a workload's own template is fixed when it is applied (see fixWorkload). */
+/** Whether a workload's own template is fixed when it is applied (see mutate). */
 export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
   return (
     settings.workloads.mutate &&
@@ -113,26 +190,39 @@ export function templateIsFixed(workload: KubeObject, settings: Settings): boole
 }
 
 /**
- * A workload's pod template, fixed in place when it is applied (setting workloads.mutate): the
- * same fixes its pods would get, recorded in the template's trace annotation (its pods inherit it).
- * Nothing is created in the cluster (a template is not a pod: its first pod ensures its
- * ServiceAccount).
- *
- * A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is left alone: its
- * template is its owner's, and a ReplicaSet whose template differs from its Deployment's makes the
- * Deployment controller create another one, and another. Its pods are fixed when they are created.
+ * The mutating webhook's step, on the request's object in place:
+ *  - a Pod on CREATE gets the acting policies' fixes; what changed is recorded in its trace
+ *    annotation, and a fix that threw in another (the validating webhook, and `check`, deny with it);
+ *  - a workload's own template, with workloads.mutate, gets the same fixes, recorded on the
+ *    template (its pods inherit the trace). Nothing is created in the cluster for a template (its
+ *    first pod ensures its ServiceAccount). A workload a controller made (a Deployment's ReplicaSet,
+ *    a CronJob's Job) is left alone: its template is its owner's, and a ReplicaSet whose template
+ *    differs from its Deployment's makes the Deployment controller create another, and another.
  */
-export async function fixWorkload(
-  policies: Policy[],
-  workload: KubeObject,
-  ctx: RuleContext,
-): Promise<{ changes: Change[]; errors: Violation[] }> {
-  const template = podTemplateOf(workload);
-  if (!template || !templateIsFixed(workload, ctx.settings)) return { changes: [], errors: [] };
-  const target = { object: workload, template, isTemplate: true, applied: true };
-  const result = await runFixes(policies, target, ctx);
-  recordFixes({ metadata: template.metadata }, result.changes);
-  return result;
+export async function mutate(
+  request: AdmissionInput,
+  deps: EngineDeps,
+  acting: Policy[],
+): Promise<MutateResult> {
+  const obj = request.object;
+  const ctx = contextOf(request, deps);
+  const template = podTemplateOf(obj);
+  let result = { changes: [] as Change[], errors: [] as Violation[] };
+  if (template && isPod(obj) && request.operation === "CREATE") {
+    result = await runFixes(acting, { object: obj, template, isTemplate: false }, ctx);
+    recordFixes(obj, result.changes);
+    recordFixFailures(obj, result.errors);
+  } else if (template && templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
+    const target = { object: obj, template, isTemplate: true, applied: true };
+    result = await runFixes(acting, target, ctx);
+    recordFixes({ metadata: template.metadata }, result.changes);
+  }
+  const events = result.changes.map(c => ({
+    capability: c.capability,
+    outcome: "fixed",
+    rule: c.rule,
+  }));
+  return { ...result, events };
 }
 
 /** Adds `capability/rule` entries to the object's trace annotation; sorted and deduplicated so re-runs are stable. */
@@ -155,12 +245,61 @@ export function recordedFixes(obj: KubeObject): Map<string, string[]> {
   const out = new Map<string, string[]>();
   const value = obj.metadata?.annotations?.[NS_KEYS.fixed];
   if (typeof value !== "string") return out;
+  // Read by every capability's validation of every pod: one pass, no copies.
   for (const entry of value.split(",")) {
-    const [capability, rule] = entry.trim().split("/");
-    if (!capability || !rule) continue;
-    out.set(capability, [...(out.get(capability) ?? []), rule]);
+    const slash = entry.indexOf("/");
+    const capability = entry.slice(0, slash).trim();
+    const rule = entry.slice(slash + 1).trim();
+    if (slash < 0 || !capability || !rule) continue;
+    const rules = out.get(capability);
+    if (rules) rules.push(rule);
+    else out.set(capability, [rule]);
   }
   return out;
+}
+
+/** The trace annotation's summary as warnings: `admission-guard/<capability>: fixed rule, rule`. */
+export function fixedNotes(fixed: Map<string, string[]>, policies: Policy[]): string[] {
+  return policies.flatMap(p => {
+    const rules = fixed.get(p.name);
+    return rules?.length ? [formatNote(p.name, `fixed ${rules.join(", ")}`)] : [];
+  });
+}
+
+/** The changes' summary as answer() words it from the trace annotation (for reports). */
+export function fixedNotesOf(changes: Change[]): string[] {
+  const traced: KubeObject = {};
+  recordFixes(traced, changes);
+  const fixed = recordedFixes(traced);
+  return fixedNotes(
+    fixed,
+    [...fixed.keys()].map(name => ({ name }) as Policy),
+  );
+}
+
+/** Fixes that threw, by capability, in an annotation: the mutating webhook cannot deny with a message. */
+function recordFixFailures(obj: KubeObject, errors: Violation[]): void {
+  if (!errors.length) return;
+  const annotations = ((obj.metadata ??= {}).annotations ??= {});
+  const failed = recordedFixFailures(obj);
+  for (const e of errors)
+    failed.set(
+      e.capability,
+      e.message.replace(/^the fix step failed on this object \((.*)\)$/, "$1"),
+    );
+  annotations[NS_KEYS.fixFailed] = JSON.stringify(Object.fromEntries([...failed].sort()));
+}
+
+function recordedFixFailures(obj: KubeObject): Map<string, string> {
+  const value = obj.metadata?.annotations?.[NS_KEYS.fixFailed];
+  if (typeof value !== "string") return new Map();
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return new Map();
+    return new Map(Object.entries(parsed).map(([k, v]) => [k, String(v).slice(0, 500)]));
+  } catch {
+    return new Map();
+  }
 }
 
 interface Simulation {
@@ -170,29 +309,17 @@ interface Simulation {
   errors: Violation[];
 }
 
-// One simulation per request object, shared by every capability's validator (Pepr hands them all
-// the same request object), so the template is copied and fixed once per request, not per capability.
-const simulations = new WeakMap<object, Promise<Simulation | undefined>>();
-
 /** A copy of a workload whose pod template has had every policy's fix applied: its pods as they will run. */
-export function simulateWorkload(
+async function simulateWorkload(
   allPolicies: Policy[],
   workload: KubeObject,
   ctx: RuleContext,
 ): Promise<Simulation | undefined> {
-  let sim = simulations.get(workload);
-  if (!sim) {
-    sim = (async () => {
-      if (!podTemplateOf(workload)) return undefined;
-      const copy = copyWithOwnTemplate(workload);
-      const template = podTemplateOf(copy)!;
-      const target: PodTarget = { object: copy, template, isTemplate: true };
-      const { changes, errors } = await runFixes(allPolicies, target, ctx);
-      return { copy, target, changes, errors };
-    })();
-    simulations.set(workload, sim);
-  }
-  return sim;
+  if (!podTemplateOf(workload)) return undefined;
+  const copy = copyWithOwnTemplate(workload);
+  const target: PodTarget = { object: copy, template: podTemplateOf(copy)!, isTemplate: true };
+  const { changes, errors } = await runFixes(allPolicies, target, ctx);
+  return { copy, target, changes, errors };
 }
 
 /**
@@ -214,54 +341,66 @@ function copyWithOwnTemplate(workload: KubeObject): KubeObject {
 
 /**
  * One policy's validation of an object as it will be stored. For a workload, the checks see the
- * template with every policy's fix applied, and the policy's own pending fixes come back as changes.
+ * template with every policy's fix applied (the simulation), and the policy's own pending fixes
+ * come back as changes.
  */
-export async function validate(
+async function validate(
   policy: Policy,
   obj: KubeObject,
   ctx: RuleContext,
   allPolicies: Policy[],
+  simulation?: Simulation,
 ): Promise<Findings> {
   const findings = emptyFindings();
   if (!policyApplies(policy, ctx) || !obj || typeof obj !== "object") return findings;
   try {
     if (isPod(obj)) {
       const template = podTemplateOf(obj);
+      const failed = recordedFixFailures(obj).get(policy.name);
+      if (failed !== undefined && ctx.operation === "CREATE")
+        findings.violations.push(internalError(policy, "fix", failed));
       if (!template) {
-        if (reportsMalformed(policy, ctx, allPolicies))
+        if (speaksFirst(policy, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no spec"));
       } else if (policy.check) {
-        mergeFindings(
-          findings,
-          await policy.check(obj, { object: obj, template, isTemplate: false }, ctx),
-        );
+        const target = { object: obj, template, isTemplate: false };
+        mergeFindings(findings, stampFindings(policy, await policy.check(obj, target, ctx)));
       }
     } else if (isWorkload(obj)) {
-      const sim = await simulateWorkload(allPolicies, obj, ctx);
-      if (!sim) {
-        if (reportsMalformed(policy, ctx, allPolicies))
+      if (!simulation) {
+        if (speaksFirst(policy, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
-        findings.changes.push(...sim.changes.filter(c => c.capability === policy.name));
-        findings.violations.push(...sim.errors.filter(v => v.capability === policy.name));
-        if (policy.check) mergeFindings(findings, await policy.check(sim.copy, sim.target, ctx));
+        findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
+        findings.violations.push(...simulation.errors.filter(v => v.capability === policy.name));
+        if (policy.check) {
+          const found = await policy.check(simulation.copy, simulation.target, ctx);
+          mergeFindings(findings, stampFindings(policy, found));
+        }
       }
     } else if (policy.check && policy.extraKinds?.includes(obj.kind ?? "")) {
-      mergeFindings(findings, await policy.check(obj, undefined, ctx));
+      mergeFindings(findings, stampFindings(policy, await policy.check(obj, undefined, ctx)));
     }
   } catch (e) {
-    findings.violations.push(internalError(policy, "check", e));
+    findings.violations.push(internalError(policy, "check", reasonOf(e)));
   }
   return findings;
 }
 
-/** A malformed object is one problem, not one per capability: the first policy that acts reports it. */
-function reportsMalformed(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
-  return allPolicies.find(p => policyApplies(p, ctx)) === policy;
+function malformed(policy: Policy, obj: KubeObject, what: string): Violation {
+  return {
+    capability: policy.name,
+    rule: "malformed-object",
+    message: `${obj.kind} ${what}`,
+    fix:
+      obj.kind === "Pod"
+        ? "give the Pod a spec with containers"
+        : "give the workload a spec.template with a pod spec",
+  };
 }
 
 /**
- * Every policy's validation of an object, in order, merged.
+ * The acting policies' validation of an object, in order, merged.
  *
  * A Pod UPDATE is judged on what it changes: none of its containers (labels, annotations,
  * finalizers, tolerations): nothing to judge, at the cost of a comparison. A changed image or an
@@ -269,29 +408,34 @@ function reportsMalformed(policy: Policy, ctx: RuleContext, allPolicies: Policy[
  * and only what the stored pod did not already have counts — a pod admitted earlier (under another
  * mode or older rules) is never refused an update for something it had since its creation.
  */
-export async function validateAll(
-  policies: Policy[],
+async function validateAll(
+  acting: Policy[],
   obj: KubeObject,
   ctx: RuleContext,
+  allPolicies: Policy[],
 ): Promise<Findings> {
   const old = ctx.oldObject;
   if (ctx.operation !== "UPDATE" || !isPod(obj) || !old || !isPod(old))
-    return validateEach(policies, obj, ctx);
+    return validateEach(acting, obj, ctx, allPolicies);
   if (!containersChanged(obj, old)) return emptyFindings();
   const [now, before] = await Promise.all([
-    validateEach(policies, obj, ctx),
-    validateEach(policies, old, ctx),
+    validateEach(acting, obj, ctx, allPolicies),
+    validateEach(acting, old, ctx, allPolicies),
   ]);
   return newFindings(now, before);
 }
 
 async function validateEach(
-  policies: Policy[],
+  acting: Policy[],
   obj: KubeObject,
   ctx: RuleContext,
+  allPolicies: Policy[],
 ): Promise<Findings> {
+  // A workload's template is fixed once, with every policy, for all the acting ones.
+  const simulation = isWorkload(obj) ? await simulateWorkload(allPolicies, obj, ctx) : undefined;
   const findings = emptyFindings();
-  for (const p of policies) mergeFindings(findings, await validate(p, obj, ctx, policies));
+  for (const p of acting)
+    mergeFindings(findings, await validate(p, obj, ctx, allPolicies, simulation));
   return findings;
 }
 
@@ -304,18 +448,6 @@ function newFindings(now: Findings, before: Findings): Findings {
     ...now,
     violations: now.violations.filter(v => !had.has(key(v))),
     warnings: now.warnings.filter(w => !warned.has(w)),
-  };
-}
-
-function malformed(policy: Policy, obj: KubeObject, what: string): Violation {
-  return {
-    capability: policy.name,
-    rule: "malformed-object",
-    message: `${obj.kind} ${what}`,
-    fix:
-      obj.kind === "Pod"
-        ? "give the Pod a spec with containers"
-        : "give the workload a spec.template with a pod spec",
   };
 }
 
@@ -357,94 +489,153 @@ export function pendingWarnings(changes: Change[], kind: string): string[] {
   );
 }
 
+/** Whether the acting policies judge objects of this kind at all. */
+function judgesKind(acting: Policy[], obj: KubeObject): boolean {
+  return isPod(obj) || isWorkload(obj) || acting.some(p => p.extraKinds?.includes(obj?.kind ?? ""));
+}
+
+/**
+ * The validating webhook's answer for the acting policies: the decision in the namespace's mode,
+ * the warnings (what the mutating webhook fixed, from the trace it left; what a workload's pods
+ * will get), and the events to count.
+ */
+export async function answer(
+  request: AdmissionInput,
+  deps: EngineDeps,
+  acting: Policy[],
+): Promise<Answer> {
+  const obj = request.object;
+  const ctx = contextOf(request, deps);
+  const { mode, warning } = modeOf(ctx);
+  const active = acting.filter(p => policyApplies(p, ctx));
+  const none: Answer = {
+    handled: false,
+    mode,
+    allowed: true,
+    denials: [],
+    warnings: [],
+    violations: [],
+    pending: [],
+    events: [],
+  };
+  if (!active.length || !judgesKind(acting, obj)) return none;
+
+  const findings = await validateAll(acting, obj, ctx, deps.policies);
+  if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
+  const decision = decide(findings, mode);
+  const warnings = [...decision.warnings];
+  const pending = isWorkload(obj) ? findings.changes : [];
+  if (mode !== "audit") {
+    if (isPod(obj) && ctx.operation === "CREATE")
+      warnings.push(...fixedNotes(recordedFixes(obj), active));
+    const template = podTemplateOf(obj);
+    if (template && templateIsFixed(obj, deps.settings))
+      warnings.push(...fixedNotes(recordedFixes({ metadata: template.metadata }), active));
+    warnings.push(...pendingWarnings(pending, String(obj.kind)));
+  }
+  const outcome = decision.allowed ? `allowed-${mode}` : "denied";
+  const events: DecisionEvent[] = findings.violations.length
+    ? findings.violations.map(v => ({ capability: v.capability, outcome, rule: v.rule }))
+    : active.map(p => ({ capability: p.name, outcome: "allowed" }));
+  return {
+    handled: true,
+    mode,
+    allowed: decision.allowed,
+    denials: decision.denials,
+    warnings,
+    violations: findings.violations,
+    pending,
+    events,
+  };
+}
+
+/**
+ * The mutating actions Pepr runs on an object, in order, each with the policies it acts for
+ * (capabilities/index.ts): each area's own fix on a Pod; every area's fixes on a workload template.
+ */
+function mutatorsFor(policies: Policy[], obj: KubeObject): Policy[][] {
+  if (isPod(obj)) return policies.filter(p => p.fix).map(p => [p]);
+  return isWorkload(obj) ? [policies] : [];
+}
+
+/**
+ * The validating actions Pepr runs on an object: one shared action with every policy on a Pod or
+ * a workload (capabilities/pods, capabilities/workloads); each area's own on its extra kinds.
+ */
+function validatorsFor(policies: Policy[], obj: KubeObject): Policy[][] {
+  if (isPod(obj) || isWorkload(obj)) return [policies];
+  return policies.filter(p => p.extraKinds?.includes(obj?.kind ?? "")).map(p => [p]);
+}
+
 export interface Review {
   kind: string;
   namespace: string;
   name: string;
   mode: Mode;
   allowed: boolean;
-  /** Fixes applied (Pod) or that its pods will get (workload). */
+  /** Fixes applied (Pod, or a template with workloads.mutate) and that a workload's pods will get. */
   changes: Change[];
   violations: Violation[];
+  /** The admission warnings, as the webhook returns them. */
   warnings: string[];
-  /** The object after mutation; for a workload, with its pod template fixed as its pods will be. */
+  /** The object after mutation; for a workload not mutated, its pod template fixed as its pods will be. */
   object: KubeObject;
   /** Whether admission-guard acts on this object at all. */
   handled: boolean;
 }
 
 /**
- * The whole admission path for one object, offline: what the mutating and then the validating
- * webhook would do. The input object is not changed.
+ * The whole admission path for one object, offline (what `check` prints): the mutating step and
+ * the validating step, capability by capability as the webhook runs them, joined as Pepr joins
+ * them (denials in capability order, warnings concatenated). The input object is not changed.
  */
 export async function review(
   policies: Policy[],
   input: KubeObject,
   ctxInput: ContextInput,
 ): Promise<Review> {
-  const ctx = contextFor(input, ctxInput);
-  const { mode, warning } = modeOf(ctx);
+  const deps: EngineDeps = { settings: ctxInput.settings, cluster: ctxInput.cluster, policies };
+  const object = structuredClone(input);
+  const request: AdmissionInput = {
+    object,
+    operation: ctxInput.operation ?? "CREATE",
+    oldObject: ctxInput.oldObject,
+    dryRun: ctxInput.dryRun ?? false,
+    namespace: ctxInput.namespace,
+  };
+  const ctx = contextOf(request, deps);
   const meta = input?.metadata ?? {};
   const base = {
     kind: String(input?.kind ?? ""),
     namespace: ctx.namespaceName,
     name: meta.name || meta.generateName || "",
-    mode,
+    mode: modeOf(ctx).mode,
   };
-  const handledKind =
-    isPod(input) ||
-    isWorkload(input) ||
-    policies.some(p => p.extraKinds?.includes(input?.kind ?? ""));
-  const active = policies.filter(p => policyApplies(p, ctx));
-  if (!handledKind || active.length === 0) {
-    return {
-      ...base,
-      allowed: true,
-      changes: [],
-      violations: [],
-      warnings: [],
-      object: input,
-      handled: false,
-    };
-  }
 
-  const findings = emptyFindings();
-  if (warning) findings.warnings.push(warning);
-  let object: KubeObject = input;
-  // What the mutating webhook does: fix a Pod on CREATE, a workload's template when it is applied
-  // with workloads.mutate on; then what the validating webhook says of the result.
-  const mutated =
-    (isPod(input) && ctx.operation === "CREATE") ||
-    (templateIsFixed(input, ctx.settings) && ctx.operation !== "DELETE");
-  // Fixes made (the pod, or the template) and fixes a workload's pods will still get on creation.
-  const applied: Change[] = [];
-  if (isPod(input) || mutated) {
-    object = structuredClone(input);
-    if (mutated) {
-      const fix = isPod(input) ? fixPod : fixWorkload;
-      const { changes, errors } = await fix(policies, object, ctx);
-      applied.push(...changes);
-      findings.violations.push(...errors);
-    }
-    mergeFindings(findings, await validateAll(policies, object, ctx));
-  } else {
-    mergeFindings(findings, await validateAll(policies, input, ctx));
+  const changes: Change[] = [];
+  for (const acting of mutatorsFor(policies, object))
+    changes.push(...(await mutate(request, deps, acting)).changes);
+  const answers: Answer[] = [];
+  for (const acting of validatorsFor(policies, object))
+    answers.push(await answer(request, deps, acting));
+
+  const handled = answers.some(a => a.handled);
+  let result = object;
+  if (isWorkload(input) && !templateIsFixed(input, deps.settings)) {
     // Not mutated: the workload as its pods will be, predicted on a copy of its template.
-    if (isWorkload(input)) object = (await simulateWorkload(policies, input, ctx))?.copy ?? input;
+    const simulation = await simulateWorkload(policies, input, ctx);
+    result = simulation?.copy ?? input;
   }
-  const decision = decide(findings, mode);
-  const changeLines = [
-    ...applied.map(formatChange),
-    ...(isWorkload(input) ? pendingWarnings(findings.changes, base.kind) : []),
-  ];
-  findings.changes.unshift(...applied);
   return {
     ...base,
-    allowed: decision.allowed,
-    changes: findings.changes,
-    violations: findings.violations,
-    warnings: mode === "audit" ? [] : [...decision.warnings, ...changeLines],
-    object,
-    handled: true,
+    allowed: answers.every(a => a.allowed),
+    changes: [...changes, ...answers.flatMap(a => a.pending)],
+    violations: answers.flatMap(a => a.violations),
+    warnings: answers.flatMap(a => a.warnings),
+    object: handled ? result : input,
+    handled,
   };
 }
+
+/** What a rule returns, for the engine to stamp: re-exported for rule authors. */
+export type { RuleChange, RuleViolation };

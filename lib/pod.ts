@@ -6,6 +6,7 @@ import type {
   V1ObjectMeta,
   V1PodSpec,
 } from "@kubernetes/client-node";
+import { isRecord } from "./record";
 
 /** The minimum every object we look at has. Everything may be missing: input is untrusted. */
 export interface KubeObject {
@@ -45,7 +46,6 @@ export const TEMPLATE_KINDS = [
 ] as const;
 
 export const WORKLOAD_KINDS = [...TEMPLATE_KINDS, "CronJob"] as const;
-export type WorkloadKind = (typeof WORKLOAD_KINDS)[number];
 
 export function isPod(obj: KubeObject): boolean {
   return obj.kind === "Pod";
@@ -53,10 +53,6 @@ export function isPod(obj: KubeObject): boolean {
 
 export function isWorkload(obj: KubeObject): boolean {
   return (WORKLOAD_KINDS as readonly string[]).includes(obj.kind ?? "");
-}
-
-function isRecord(x: unknown): x is Record<string, unknown> {
-  return typeof x === "object" && x !== null && !Array.isArray(x);
 }
 
 /**

@@ -3,7 +3,20 @@
 import type { ClusterView, NamespaceInfo } from "./cluster";
 import type { KubeObject, PodTemplateRef } from "./pod";
 import type { Settings } from "./settings";
-import type { Change, Findings } from "./verdict";
+import type { Change, Violation } from "./verdict";
+
+/** A change as a rule returns it: the engine stamps the capability (the policy's name) on it. */
+export type RuleChange = Omit<Change, "capability">;
+/** A violation as a rule returns it: the engine stamps the capability on it. */
+export type RuleViolation = Omit<Violation, "capability">;
+/** What a policy's check returns; warnings are formatted notes (`formatNote`). */
+export interface RuleFindings {
+  changes: RuleChange[];
+  violations: RuleViolation[];
+  warnings: string[];
+}
+
+export const noFindings = (): RuleFindings => ({ changes: [], violations: [], warnings: [] });
 
 export type Operation = "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
 
@@ -47,7 +60,7 @@ export interface Policy {
    * copy) and on a copy of a workload's template. Must be idempotent and must not change what the
    * user set explicitly. Must not throw on malformed input.
    */
-  fix?(target: PodTarget, ctx: RuleContext): Change[] | Promise<Change[]>;
+  fix?(target: PodTarget, ctx: RuleContext): RuleChange[] | Promise<RuleChange[]>;
   /**
    * Check an object as it will be stored: a Pod (after all fixes), or a workload whose template
    * copy has had all fixes applied (`target` set), or an object of `extraKinds` (`target` undefined).
@@ -56,7 +69,7 @@ export interface Policy {
     object: KubeObject,
     target: PodTarget | undefined,
     ctx: RuleContext,
-  ): Findings | Promise<Findings>;
+  ): RuleFindings | Promise<RuleFindings>;
   /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret). */
   extraKinds?: string[];
 }

@@ -13,8 +13,22 @@
 // Not evaluated: aggregationRule (a real cluster's controller writes the aggregated rules into the
 // ClusterRole, so an exported ClusterRole already carries them), nonResourceURLs, and authorizers
 // other than RBAC (Node, webhook) — none of them grants a ServiceAccount access to secrets.
-import type { RbacEvaluator, SecretAccess } from "./cluster";
 import type { KubeObject } from "./pod";
+import { isRecord } from "./record";
+
+/** Result of asking whether a ServiceAccount may `get` some secrets. */
+export interface SecretAccess {
+  /** secret name → allowed. */
+  allowed: Map<string, boolean>;
+}
+
+/** Evaluates whether a subject may get secrets from RBAC objects (evaluateSecretAccess, or a test's). */
+export type RbacEvaluator = (
+  objects: KubeObject[],
+  namespace: string,
+  serviceAccount: string,
+  secrets: string[],
+) => SecretAccess | undefined;
 
 /** What a SubjectAccessReview asks: `spec.user`, `spec.groups`, `spec.resourceAttributes`. */
 export interface AccessRequest {
@@ -51,10 +65,7 @@ interface Subject {
   namespace?: string;
 }
 
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
-
-const strings = (x: unknown): string[] =>
+export const strings = (x: unknown): string[] =>
   Array.isArray(x) ? x.filter((s): s is string => typeof s === "string") : [];
 
 function rulesOf(role: KubeObject | undefined): PolicyRule[] {
@@ -222,36 +233,3 @@ export const evaluateSecretAccess: RbacEvaluator = (
   }
   return { allowed };
 };
-
-/**
- * Answers an authorization.k8s.io/v1 SubjectAccessReview (the object a client POSTs) from RBAC
- * objects: the request object with `status` filled, as the API server returns it. For the e2e
- * stand-in API. Non-resource requests and malformed reviews are answered "not allowed".
- */
-export function answerSubjectAccessReview(
-  objects: readonly unknown[],
-  review: unknown,
-): KubeObject & { status: { allowed: boolean; reason?: string } } {
-  const body: KubeObject = isRecord(review) ? (review as KubeObject) : {};
-  const spec = isRecord(body.spec) ? body.spec : {};
-  const attrs = isRecord(spec.resourceAttributes) ? spec.resourceAttributes : undefined;
-  const out = {
-    ...body,
-    apiVersion: "authorization.k8s.io/v1",
-    kind: "SubjectAccessReview",
-    status: { allowed: false } as { allowed: boolean; reason?: string },
-  };
-  if (!attrs || typeof spec.user !== "string") return out;
-  const str = (x: unknown) => (typeof x === "string" ? x : "");
-  out.status = new RbacIndex(objects).decide({
-    user: spec.user,
-    groups: strings(spec.groups),
-    namespace: str(attrs.namespace),
-    verb: str(attrs.verb),
-    group: str(attrs.group),
-    resource: str(attrs.resource),
-    subresource: str(attrs.subresource) || undefined,
-    name: str(attrs.name),
-  });
-  return out;
-}

@@ -21,6 +21,8 @@ export const NS_KEYS = {
   allowedRegistries: "admission-guard.dev/allowed-registries",
   /** Object annotation: what admission-guard changed, one capability/rule a line. */
   fixed: "admission-guard.dev/fixed",
+  /** Object annotation: fixes that failed, {capability: reason} (the validating webhook denies with them). */
+  fixFailed: "admission-guard.dev/fix-failed",
 } as const;
 
 const quantityLike = z.number().int().nonnegative();
@@ -303,4 +305,32 @@ export const SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease
 export function isIgnoredNamespace(ns: string | undefined, settings: Settings): boolean {
   if (!ns) return false;
   return SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns);
+}
+
+/**
+ * The environment the module's settings come from. `pepr build` loads the module to read its
+ * bindings: then it is the controller's environment from package.json (pepr.env), over which the
+ * build's own environment may set a value; in the controller, its environment (where pepr.env is).
+ */
+export function moduleEnvironment(
+  controllerEnv: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  return env.PEPR_MODE === "build" ? { ...controllerEnv, ...env } : env;
+}
+
+/**
+ * Whether the module fixes workload templates (workloads.mutate): the one setting that changes the
+ * module's bindings, and so the webhook rules `pepr build` writes. A bad value counts as off here;
+ * pepr.ts stops the start with the problem named.
+ */
+export function workloadTemplatesMutated(
+  controllerEnv: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  try {
+    return settingsFromEnv(moduleEnvironment(controllerEnv, env)).workloads.mutate;
+  } catch {
+    return false;
+  }
 }

@@ -32,7 +32,10 @@ export interface Findings {
 
 export const emptyFindings = (): Findings => ({ changes: [], violations: [], warnings: [] });
 
-export function mergeFindings(into: Findings, from: Findings): Findings {
+/** Adds `from` to `into` (a rule's findings or the engine's, the same shape). */
+export function mergeFindings<
+  F extends { changes: unknown[]; violations: unknown[]; warnings: string[] },
+>(into: F, from: F): F {
   into.changes.push(...from.changes);
   into.violations.push(...from.violations);
   into.warnings.push(...from.warnings);

@@ -1,8 +1,8 @@
 // Pepr's webhook server parses request bodies with `express.json({ limit: "2mb" })`
 // (pepr/src/lib/controller/index.ts). A bigger AdmissionReview never reaches our rules: express
 // answers 413 with an HTML page, the API server reports "failed calling webhook … 413" and, with
-// failurePolicy Fail, the user gets that opaque error instead of our payload-size denial
-// (seed 000). Reviews that big are legitimate: the API server accepts request bodies up to 3 MiB,
+// failurePolicy Fail, the user gets that opaque error (`request body too large`) instead of our
+// payload-size denial. Reviews that big are legitimate: the API server accepts request bodies up to 3 MiB,
 // and an UPDATE review carries the new object and the stored one (up to etcd's ~1.5 MiB, more once
 // a Secret's bytes are base64 in JSON).
 //

@@ -15,4 +15,15 @@ if (!existsSync(bundle)) {
   );
   process.exit(1);
 }
+// patches/@swimlane+docker-reference+2.0.1.patch, applied by `npm ci` (postinstall): the image
+// reference grammar without it backtracks exponentially on some invalid images — a webhook hang.
+// `npm ci --ignore-scripts` skips the patch; the bundle must not ship the unpatched grammar.
+const code = readFileSync(bundle, "utf8");
+if (!code.includes("(?:[._]|__|[-]+)") || code.includes("(?:[._]|__|[-]*)")) {
+  console.error(
+    "build failed: the bundle carries @swimlane/docker-reference's unpatched name grammar " +
+      "(exponential backtracking); run `npx patch-package` (or `npm ci` with its scripts) and build again",
+  );
+  process.exit(1);
+}
 console.log(`bundle ok: dist/pepr-${pepr.uuid}.js`);

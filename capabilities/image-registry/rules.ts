@@ -3,13 +3,13 @@
 import { containersOf, describeContainer, type ContainerRef } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
 import { envName, NS_KEYS, type Settings } from "../../lib/settings";
+import { formatNote } from "../../lib/verdict";
 import {
-  emptyFindings,
-  type Change,
-  type Findings,
-  type Violation,
-  formatNote,
-} from "../../lib/verdict";
+  noFindings,
+  type RuleChange,
+  type RuleFindings,
+  type RuleViolation,
+} from "../../lib/policy";
 import {
   describePrefix,
   formatRef,
@@ -83,11 +83,11 @@ export function mirrorImage(ref: ImageRef, mirrors: Mirror[]): string | undefine
 }
 
 /** fix: rewrites images to their mirrors, in place. */
-export function rewriteToMirrors(target: PodTarget, ctx: RuleContext): Change[] {
+export function rewriteToMirrors(target: PodTarget, ctx: RuleContext): RuleChange[] {
   const registries = ctx.settings.registries;
   if (!registries.enabled || !Object.keys(registries.mirrors).length) return [];
   const { mirrors } = mirrorsOf(ctx.settings);
-  const changes: Change[] = [];
+  const changes: RuleChange[] = [];
   for (const c of containersOf(target.template)) {
     const written = c.container.image;
     const parsed = parseImage(written);
@@ -96,7 +96,6 @@ export function rewriteToMirrors(target: PodTarget, ctx: RuleContext): Change[] 
     if (!mirrored) continue;
     c.container.image = mirrored;
     changes.push({
-      capability: CAPABILITY,
       rule: "mirror",
       message: `${c.path}.image="${mirrored}" (was "${written}")`,
     });
@@ -133,8 +132,8 @@ function effectiveList(cluster?: RegistryPrefix[], ns?: RegistryPrefix[]): strin
 const listText = (list: string[]) => (list.length ? list.join(", ") : "nothing");
 
 /** check: every container's image is valid, allowed, and pinned as the settings ask. */
-export function checkImages(target: PodTarget | undefined, ctx: RuleContext): Findings {
-  const findings = emptyFindings();
+export function checkImages(target: PodTarget | undefined, ctx: RuleContext): RuleFindings {
+  const findings = noFindings();
   const registries = ctx.settings.registries;
   if (!registries.enabled || !target) return findings;
 
@@ -176,10 +175,9 @@ export function checkImages(target: PodTarget | undefined, ctx: RuleContext): Fi
 
 const imageOf = (c: ContainerRef) => String(c.container.image);
 
-function invalid(c: ContainerRef, reason: string): Violation {
+function invalid(c: ContainerRef, reason: string): RuleViolation {
   const shown = typeof c.container.image === "string" ? `"${c.container.image}"` : "(none)";
   return {
-    capability: CAPABILITY,
     rule: "invalid-reference",
     message: `${describeContainer(c)} has image ${shown}, which is not a valid image reference (${reason})`,
     fix: `set ${c.path}.image to [registry/]repository[:tag][@digest] in lower case, e.g. ghcr.io/org/app:1.2.3`,
@@ -192,14 +190,13 @@ function notAllowed(
   allowedText: string,
   clusterOk: boolean,
   ctx: RuleContext,
-): Violation {
+): RuleViolation {
   const ns = ctx.namespaceName;
   const annotation = `kubectl annotate namespace ${ns} ${NS_KEYS.allowedRegistries}=<entries>,${ref.registry} --overwrite`;
   const where = clusterOk
     ? `an admin adds it to the namespace's list: ${annotation}`
     : `an admin adds it to ${ADMIN_SETTING}`;
   return {
-    capability: CAPABILITY,
     rule: "registry-not-allowed",
     message:
       `${describeContainer(c)} image "${imageOf(c)}" (${ref.normalised}) is from registry ${ref.registry}, ` +
@@ -208,18 +205,16 @@ function notAllowed(
   };
 }
 
-function noDigest(c: ContainerRef, ref: ImageRef): Violation {
+function noDigest(c: ContainerRef, ref: ImageRef): RuleViolation {
   return {
-    capability: CAPABILITY,
     rule: "digest-required",
     message: `${describeContainer(c)} image "${imageOf(c)}" is not pinned by digest`,
     fix: `set ${c.path}.image to ${ref.normalised}@sha256:<digest> (the digest is printed by: crane digest ${ref.normalised}); admins: registries.requireDigest (${envName("registries.requireDigest")})`,
   };
 }
 
-function latest(c: ContainerRef, ref: ImageRef): Violation {
+function latest(c: ContainerRef, ref: ImageRef): RuleViolation {
   return {
-    capability: CAPABILITY,
     rule: "latest-forbidden",
     message: `${describeContainer(c)} image "${imageOf(c)}" ${ref.tag ? "uses the latest tag" : "has no tag (means latest)"}, which can change under a running workload`,
     fix: `set ${c.path}.image to a fixed version tag or a digest, e.g. ${ref.registry}/${ref.repository}:1.2.3; admins: registries.forbidLatest (${envName("registries.forbidLatest")})`,

@@ -1,14 +1,16 @@
-// The labels capability: wiring only; the rules are in rules.ts.
-import type { Policy } from "../../lib/policy";
-import { emptyFindings } from "../../lib/verdict";
-import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
+// labels as a Pepr capability: the app label carried to app.kubernetes.io/component, and the
+// component a namespace requires. The rules are in rules.ts, the policy `check` runs in policy.ts.
+import { Capability, a } from "pepr";
+import { policyActions } from "../../lib/pepr-adapter";
+import { labelsPolicy } from "./policy";
 
-export const labelsPolicy: Policy = {
-  name: CAPABILITY,
-  description:
-    "Carries the app label to app.kubernetes.io/component; a namespace may require the component label",
-  fix: carryAppLabel,
-  // A warning about a label left alone cannot come from fix() (it returns only Changes): check()
-  // sees the pod as stored, so it reports the disagreement, in the webhook and in `check` alike.
-  check: (object, target, ctx) => (target ? checkLabels(object, target, ctx) : emptyFindings()),
-};
+export const Labels = new Capability({
+  name: labelsPolicy.name,
+  description: labelsPolicy.description,
+});
+const { When } = Labels;
+const { mutatePod } = policyActions(Labels, labelsPolicy);
+
+// A new pod gets app.kubernetes.io/component (and /name) from its app label; app is kept.
+When(a.Pod).IsCreated().Mutate(mutatePod);
+// Its checks on Pods run with every area's in the shared Pod validation (capabilities/pods).

@@ -4,9 +4,15 @@
 // controller whose pods lose the label its selector needs creates new pods without end.
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import { describeObject, fieldPath, type KubeObject, type PodTemplateRef } from "../../lib/pod";
-import type { PodTarget, RuleContext } from "../../lib/policy";
 import { NS_KEYS } from "../../lib/settings";
-import { emptyFindings, type Change, type Findings, formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/verdict";
+import {
+  noFindings,
+  type PodTarget,
+  type RuleChange,
+  type RuleContext,
+  type RuleFindings,
+} from "../../lib/policy";
 
 export const CAPABILITY = "labels";
 export const APP_LABEL = "app";
@@ -41,18 +47,17 @@ function hasOwner(object: KubeObject): boolean {
  * that is set (check() says so when the values differ). Removes `app` only when the setting asks,
  * and never on a pod with an owner or on a workload template (their selectors use it).
  */
-export function carryAppLabel(target: PodTarget, ctx: RuleContext): Change[] {
+export function carryAppLabel(target: PodTarget, ctx: RuleContext): RuleChange[] {
   const settings = ctx.settings.labels;
   if (!settings.enabled || !settings.mutate) return [];
   const labels = labelsOf(target.template.metadata);
   const app = labels?.[APP_LABEL];
   if (!labels || typeof app !== "string" || app === "") return [];
-  const changes: Change[] = [];
+  const changes: RuleChange[] = [];
   for (const key of [COMPONENT_LABEL, NAME_LABEL]) {
     if (labels[key] !== undefined) continue;
     labels[key] = app;
     changes.push({
-      capability: CAPABILITY,
       rule: "component-from-app",
       message: `${labelPath(target.template, key)}="${app}" (from the app label)`,
     });
@@ -65,7 +70,6 @@ export function carryAppLabel(target: PodTarget, ctx: RuleContext): Change[] {
   ) {
     delete labels[APP_LABEL];
     changes.push({
-      capability: CAPABILITY,
       rule: "remove-legacy-app-label",
       message: `removed ${labelPath(target.template, APP_LABEL)} (labels.removeLegacyAppLabel; kept as ${COMPONENT_LABEL})`,
     });
@@ -84,8 +88,8 @@ export function requiredComponent(ctx: RuleContext): string | undefined {
 }
 
 /** The checks on a pod (after mutation) or a workload's template (with every fix simulated). */
-export function checkLabels(object: KubeObject, target: PodTarget, ctx: RuleContext): Findings {
-  const findings = emptyFindings();
+export function checkLabels(object: KubeObject, target: PodTarget, ctx: RuleContext): RuleFindings {
+  const findings = noFindings();
   if (!ctx.settings.labels.enabled) return findings;
   const { template } = target;
   const app = readLabel(template, APP_LABEL);
@@ -127,7 +131,6 @@ export function checkLabels(object: KubeObject, target: PodTarget, ctx: RuleCont
       ? ` (or an app label with that value, which admission-guard copies)`
       : "";
   findings.violations.push({
-    capability: CAPABILITY,
     rule: "require-component",
     message: `${pods} would have ${has}, but ${requirement}`,
     fix: `set ${where}="${value}"${orApp}${keepSelector}`,

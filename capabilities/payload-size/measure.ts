@@ -1,5 +1,6 @@
 // Sizes as the API server and etcd see them, and how to print them.
 import type { KubeObject } from "../../lib/pod";
+import { isRecord } from "../../lib/record";
 
 /** 1234567 → "1,234,567" (fixed format, independent of the locale). */
 export function withThousands(n: number): string {
@@ -29,9 +30,6 @@ export function jsonBytes(value: unknown): number {
     return 0;
   }
 }
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /**
  * Pepr's own `<module uuid>.pepr.dev/<capability>` annotations, added by the mutating webhook: left

@@ -11,9 +11,14 @@ import {
   fieldPath,
   type KubeObject,
 } from "../../lib/pod";
-import type { PodTarget, RuleContext } from "../../lib/policy";
 import { envName, type Settings } from "../../lib/settings";
-import { emptyFindings, type Findings, type Violation } from "../../lib/verdict";
+import {
+  noFindings,
+  type PodTarget,
+  type RuleContext,
+  type RuleFindings,
+  type RuleViolation,
+} from "../../lib/policy";
 import {
   annotationBytes,
   countOf,
@@ -23,6 +28,7 @@ import {
   withoutPeprAnnotations,
   withThousands,
 } from "./measure";
+import { isRecord } from "../../lib/record";
 
 export const CAPABILITY = "payload-size";
 /** How many of the biggest parts a denial names. */
@@ -34,9 +40,6 @@ interface Part {
   label: string;
   bytes: number;
 }
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /** The parts of an object worth naming, biggest first. */
 export function biggestParts(obj: KubeObject, target: PodTarget | undefined): Part[] {
@@ -115,10 +118,9 @@ function limitViolation(
   setting: string,
   previous: number | undefined,
   next: number,
-): Violation {
+): RuleViolation {
   const notGrown = !grew(next, previous);
   return {
-    capability: CAPABILITY,
     rule,
     message: notGrown ? `${message} (no bigger than the stored version, so allowed)` : message,
     fix: `${fix}. Admins: payload.${setting} (env ${envName(`payload.${setting}`)})`,
@@ -131,8 +133,8 @@ export function checkPayload(
   object: KubeObject,
   target: PodTarget | undefined,
   ctx: RuleContext,
-): Findings {
-  const findings = emptyFindings();
+): RuleFindings {
+  const findings = noFindings();
   const limits = ctx.settings.payload;
   if (!limits.enabled) return findings;
   const old = ctx.operation === "UPDATE" ? ctx.oldObject : undefined;
@@ -161,7 +163,7 @@ export function checkPayload(
 }
 
 function checkAnnotations(
-  v: Violation[],
+  v: RuleViolation[],
   annotations: unknown,
   field: string,
   limits: Limits,
@@ -227,7 +229,7 @@ function oldTemplateOf(old: KubeObject | undefined, target: PodTarget) {
   return isRecord(node) ? node : undefined;
 }
 
-function checkPodSpec(v: Violation[], target: PodTarget, limits: Limits, old?: KubeObject) {
+function checkPodSpec(v: RuleViolation[], target: PodTarget, limits: Limits, old?: KubeObject) {
   const template = target.template;
   const oldTemplate = oldTemplateOf(old, target);
   const oldSpec = isRecord(oldTemplate?.spec) ? oldTemplate.spec : undefined;

@@ -20,9 +20,8 @@
 // - A node whose labels or taints are not plain strings (malformed input) is a class of its own.
 import type { V1Node, V1PodSpec, V1Taint } from "@kubernetes/client-node";
 import { parseList, type ResourceList } from "./resources";
+import { isRecord } from "../../lib/record";
 
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 export const list = <T>(x: unknown): T[] => (Array.isArray(x) ? (x as T[]).filter(isRecord) : []);
 
 /** Labels unique to each node by convention: left out of the signature. */

@@ -1,5 +1,6 @@
 // Whether a pod's requests fit any node at all, the scheduler's own filters applied
-// (NodeUnschedulable, NodeAffinity with nodeSelector, TaintToleration, NodeResourcesFit). We compare
+// (scheduler-filters.ts: NodeUnschedulable, NodeAffinity with nodeSelector, TaintToleration), then
+// NodeResourcesFit (node-resources.ts); here, the judgement and the messages that say it. We compare
 // with each node's allocatable, not with what is free on it: a pod that does not fit an empty node
 // stays Pending for ever, whereas a busy node frees up. Pure.
 //
@@ -17,167 +18,22 @@
 // its nodes (spec.nodeName, metadata.name In in every required term) is judged on those alone, the
 // others counted as the per-node judgement would exclude them; when node identity matters to the pod
 // otherwise (other matchFields, a hostname selector) every node is a class of its own.
+import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
 import { formatNote } from "../../lib/verdict";
-import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
-import type { Violation } from "../../lib/verdict";
+import type { RuleViolation } from "../../lib/policy";
 import { contributions, requestIsLimit, roundDown, show } from "./explain";
-import { isExtendedResource, type PodResources, type ResourceList } from "./resources";
+import { list, nodesToJudge, type NodeClass, type NodeClasses } from "./node-classes";
+import { largest, REPORTED_BY_EVERY_NODE, isScheduledResource, shortOn } from "./node-resources";
+import type { PodResources, ResourceList } from "./resources";
 import { CAPABILITY } from "./quota";
 import {
-  isCordoned,
-  labelsOf,
-  list,
-  nodesToJudge,
-  schedulingTaints,
-  type NodeClass,
-  type NodeClasses,
-  type NodeInfo,
-} from "./node-classes";
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
-
-/** Tolerations the DaemonSet controller adds to every daemon pod. */
-const DAEMONSET_TOLERATIONS: V1Toleration[] = [
-  { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" },
-  { key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute" },
-  { key: "node.kubernetes.io/disk-pressure", operator: "Exists", effect: "NoSchedule" },
-  { key: "node.kubernetes.io/memory-pressure", operator: "Exists", effect: "NoSchedule" },
-  { key: "node.kubernetes.io/pid-pressure", operator: "Exists", effect: "NoSchedule" },
-  { key: "node.kubernetes.io/unschedulable", operator: "Exists", effect: "NoSchedule" },
-];
-const NETWORK_UNAVAILABLE: V1Toleration = {
-  key: "node.kubernetes.io/network-unavailable",
-  operator: "Exists",
-  effect: "NoSchedule",
-};
-
-function tolerates(tolerations: V1Toleration[], taint: V1Taint): boolean {
-  return tolerations.some(t => {
-    if (t.effect && t.effect !== taint.effect) return false;
-    if (t.key && t.key !== taint.key) return false;
-    const op = t.operator || "Equal";
-    if (op === "Exists") return true;
-    return op === "Equal" && (t.value ?? "") === (taint.value ?? "");
-  });
-}
-
-interface Requirement {
-  key?: string;
-  operator?: string;
-  values?: string[];
-}
-
-function requirementMatches(req: Requirement, value: string | undefined): boolean {
-  const values = Array.isArray(req.values) ? req.values : [];
-  switch (req.operator) {
-    case "In":
-      return value !== undefined && values.includes(value);
-    case "NotIn":
-      return value === undefined || !values.includes(value);
-    case "Exists":
-      return value !== undefined;
-    case "DoesNotExist":
-      return value === undefined;
-    case "Gt":
-    case "Lt": {
-      if (value === undefined || values.length !== 1) return false;
-      const [a, b] = [Number(value), Number(values[0])];
-      if (!Number.isInteger(a) || !Number.isInteger(b)) return false;
-      return req.operator === "Gt" ? a > b : a < b;
-    }
-    default:
-      return false;
-  }
-}
-
-/** nodeSelector and required node affinity (terms ORed, expressions within a term ANDed). */
-function selectsNode(spec: V1PodSpec, node: V1Node): boolean {
-  const labels = labelsOf(node);
-  // Own keys only: a selector on "constructor" must not find Object.prototype's.
-  const label = (key: string) => (Object.hasOwn(labels, key) ? labels[key] : undefined);
-  if (isRecord(spec.nodeSelector)) {
-    for (const [k, v] of Object.entries(spec.nodeSelector)) if (label(k) !== v) return false;
-  }
-  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
-  if (!isRecord(required)) return true;
-  const name = node.metadata?.name;
-  return list<Record<string, unknown>>(required.nodeSelectorTerms).some(term => {
-    const expressions = list<Requirement>(term.matchExpressions);
-    const fields = list<Requirement>(term.matchFields);
-    if (!expressions.length && !fields.length) return false; // an empty term matches nothing
-    return (
-      expressions.every(e =>
-        requirementMatches(e, typeof e.key === "string" ? label(e.key) : undefined),
-      ) && fields.every(f => requirementMatches(f, f.key === "metadata.name" ? name : undefined))
-    );
-  });
-}
-
-type Exclusion = "unschedulable" | "selector" | "taints" | "nodeName";
-
-const boundByName = (spec: V1PodSpec) => typeof spec.nodeName === "string" && !!spec.nodeName;
-const toleratesCordon = (tolerations: V1Toleration[]) =>
-  tolerates(tolerations, { key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" });
-
-/** The first reason the node is no candidate, in the order the scheduler's filters are listed. */
-function exclusion(
-  spec: V1PodSpec,
-  node: V1Node,
-  tolerations: V1Toleration[],
-): Exclusion | undefined {
-  // A pod bound to a node by name skips the scheduler: only that node counts, whatever its taints.
-  if (boundByName(spec)) return node.metadata?.name === spec.nodeName ? undefined : "nodeName";
-  if (isCordoned(node) && !toleratesCordon(tolerations)) return "unschedulable";
-  if (!selectsNode(spec, node)) return "selector";
-  if (schedulingTaints(node).some(taint => !tolerates(tolerations, taint))) return "taints";
-  return undefined;
-}
-
-/** What exclusion() says of a node the pod does not name (namedNodes): its name fails either test. */
-function unnamedExclusion(
-  spec: V1PodSpec,
-  cordoned: boolean,
-  tolerations: V1Toleration[],
-): Exclusion {
-  if (boundByName(spec)) return "nodeName";
-  return cordoned && !toleratesCordon(tolerations) ? "unschedulable" : "selector";
-}
-
-const REPORTED_BY_EVERY_NODE = ["cpu", "memory", "ephemeral-storage"];
-const isScheduledResource = (r: string) =>
-  REPORTED_BY_EVERY_NODE.includes(r) || r.startsWith("hugepages-") || isExtendedResource(r);
-
-/** The node's allocatable for a resource; undefined when the node does not say (cpu/memory/ephemeral-storage only). */
-function allocatableOf(node: NodeInfo, resource: string): bigint | undefined {
-  const q = node.allocatable.get(resource);
-  if (q) return q.milli;
-  return REPORTED_BY_EVERY_NODE.includes(resource) ? undefined : 0n;
-}
-
-/** Resources a node lacks room for: resource → its allocatable. */
-function shortOn(node: NodeInfo, asks: ResourceList): Map<string, bigint> {
-  const short = new Map<string, bigint>();
-  for (const [r, q] of asks) {
-    const have = allocatableOf(node, r);
-    if (have !== undefined && q.milli > have) short.set(r, have);
-  }
-  return short;
-}
-
-/**
- * The candidate with the most allocatable of a resource; ties go to the first (in list order, as
- * classes are). Nodes that do not report the resource are not judged on it.
- */
-function largest(candidates: NodeClass[], resource: string) {
-  let best: { cls: NodeClass; have: bigint } | undefined;
-  for (const c of candidates) {
-    const have = allocatableOf(c.node, resource);
-    if (have !== undefined && (!best || have > best.have)) best = { cls: c, have };
-  }
-  return best;
-}
+  DAEMONSET_TOLERATIONS,
+  exclusion,
+  NETWORK_UNAVAILABLE,
+  unnamedExclusion,
+  type Exclusion,
+} from "./scheduler-filters";
 
 export interface NodeFitInput {
   subject: string;
@@ -202,7 +58,7 @@ export function checkNodeFit(
   nodes: V1Node[],
   input: NodeFitInput,
   judgeBy: (nodes: V1Node[], spec: V1PodSpec) => NodeClasses = nodesToJudge,
-): { violations: Violation[]; warnings: string[] } {
+): { violations: RuleViolation[]; warnings: string[] } {
   const warnings: string[] = [];
   const note = (text: string) => warnings.push(formatNote(CAPABILITY, `${input.subject}: ${text}`));
 
@@ -296,7 +152,7 @@ function podFit(
   asks: ResourceList,
   input: NodeFitInput,
   scope: string,
-): Violation[] {
+): RuleViolation[] {
   const shortfalls = candidates.map(c => ({ cls: c, short: shortOn(c.node, asks) }));
   if (shortfalls.some(s => s.short.size === 0)) return [];
 
@@ -328,7 +184,6 @@ function podFit(
   );
   return [
     {
-      capability: CAPABILITY,
       rule: "node-fit",
       message: `${input.subject} fits no node and would stay Pending: ${problems.join("; ")} (${scope})`,
       fix: fixes.join("; or "),
@@ -341,7 +196,7 @@ function daemonSetFit(
   asks: ResourceList,
   input: NodeFitInput,
   scope: string,
-): Violation[] {
+): RuleViolation[] {
   const failing = candidates
     .map(c => ({ cls: c, short: shortOn(c.node, asks) }))
     .filter(s => s.short.size > 0);
@@ -377,7 +232,6 @@ function daemonSetFit(
   fixes.push("keep the DaemonSet off those nodes with a nodeSelector or node affinity");
   return [
     {
-      capability: CAPABILITY,
       rule: "node-fit",
       message: `${input.subject}: its pod would stay Pending on ${failingCount} of ${countOf(candidates)} eligible nodes, which cannot allocate its requests: ${listNames(described, failingCount)} (${scope})`,
       fix: fixes.join("; or "),

@@ -6,7 +6,7 @@ import { formatNote } from "../../lib/verdict";
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
 import { describeContainer } from "../../lib/pod";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
-import type { Violation } from "../../lib/verdict";
+import type { RuleViolation } from "../../lib/policy";
 import { contributions, fieldOf, roundDown, show } from "./explain";
 import {
   isPodQuotaResource,
@@ -17,11 +17,9 @@ import {
   type ResourceList,
 } from "./resources";
 import type { PodCount } from "./workload";
+import { isRecord } from "../../lib/record";
 
 export const CAPABILITY = "resource-quota";
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /** What the object will ask of the quota. */
 export interface QuotaDemand {
@@ -139,8 +137,8 @@ interface Shortfall {
 export function checkQuotas(
   quotas: V1ResourceQuota[],
   demand: QuotaDemand,
-): { violations: Violation[]; warnings: string[] } {
-  const violations: Violation[] = [];
+): { violations: RuleViolation[]; warnings: string[] } {
+  const violations: RuleViolation[] = [];
   const warnings: string[] = [];
   const sorted = [...quotas].sort((a, b) =>
     (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""),
@@ -220,7 +218,7 @@ function mustSpecifyViolation(
   quota: string,
   tracked: string[],
   missing: Map<string, string[]>,
-): Violation {
+): RuleViolation {
   // By container field: a quota tracking both `cpu` and `requests.cpu` asks for one field.
   const byField = new Map<string, Set<string>>();
   const requests: Record<string, string> = {};
@@ -247,14 +245,17 @@ function mustSpecifyViolation(
   });
   const tracks = tracked.filter(r => MUST_SPECIFY.has(r)).join(", ");
   return {
-    capability: CAPABILITY,
     rule: "quota-must-specify",
     message: `${demand.subject}: ${lines.join("; ")}, which ResourceQuota ${quota} tracks (${tracks}): the quota plugin refuses pods with a container that does not specify them ("must specify ${[...missing.keys()].join(", ")}")`,
     fix: `set ${fields.join(" and ")} on those containers; the lasting fix is namespace defaults an admin sets once with a LimitRange (example values, choose your own): kubectl apply -n ${demand.namespace} -f - <<< '${limitRange}'`,
   };
 }
 
-function exceededViolation(demand: QuotaDemand, quota: string, shortfalls: Shortfall[]): Violation {
+function exceededViolation(
+  demand: QuotaDemand,
+  quota: string,
+  shortfalls: Shortfall[],
+): RuleViolation {
   const { count } = demand;
   const lines = shortfalls.map(s => {
     const need = formatQuantity(s.need, s.perPod.format);
@@ -304,7 +305,6 @@ function exceededViolation(demand: QuotaDemand, quota: string, shortfalls: Short
     `have an admin raise the quota${shortfalls.some(s => !s.used) ? " (to at least these values)" : ""}: kubectl patch resourcequota ${quota} -n ${demand.namespace} --type merge -p '${JSON.stringify({ spec: { hard } })}'`,
   );
   return {
-    capability: CAPABILITY,
     rule: "quota-exceeded",
     message: `${demand.subject} exceeds the namespace quota: ${lines.join("; ")}`,
     fix: fixes.join("; or "),

@@ -15,6 +15,7 @@
 import type { V1LimitRange, V1PodSpec } from "@kubernetes/client-node";
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import { addQuantities, safeParseQuantity, type Quantity } from "../../lib/quantity";
+import { isRecord } from "../../lib/record";
 
 export type ResourceList = Map<string, Quantity>;
 
@@ -37,9 +38,6 @@ export interface LimitRangeDefaults {
   requests: ResourceList;
   limits: ResourceList;
 }
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /** Parses a ResourceList field; entries that do not parse are reported in `errors`, not thrown. */
 export function parseList(raw: unknown, field = "", errors: string[] = []): ResourceList {
@@ -241,11 +239,4 @@ export function isBestEffort(pod: PodResources, spec: V1PodSpec): boolean {
       return false;
   }
   return !pod.containers.some(c => positive(c.requests) || positive(c.limits));
-}
-
-/** Multiplies a per-pod list by a pod count. */
-export function times(list: ResourceList, count: number): ResourceList {
-  const out: ResourceList = new Map();
-  for (const [k, q] of list) out.set(k, { milli: q.milli * BigInt(count), format: q.format });
-  return out;
 }

@@ -1,8 +1,6 @@
 // How many pods a Pod or a workload runs at once: what its template is multiplied by against quota.
 import type { KubeObject } from "../../lib/pod";
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
+import { isRecord } from "../../lib/record";
 
 /** A non-negative integer field, or the default when it is absent or malformed. */
 function count(value: unknown, fallback: number): number {

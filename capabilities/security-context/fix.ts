@@ -5,7 +5,7 @@
 // runAsGroup, seccompProfile and the container fields set here; runAsNonRoot is allowed).
 import { containersOf, fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import type { Settings } from "../../lib/settings";
-import type { Change } from "../../lib/verdict";
+import { type RuleChange } from "../../lib/policy";
 import { asArray, asObject, isUserNamespacePod, isWindowsPod, type Obj } from "./checks/helpers";
 
 export const CAPABILITY = "security-context";
@@ -18,11 +18,10 @@ const unset = (x: unknown) => x === undefined || x === null;
 const SYS_ADMIN = new Set(["CAP_SYS_ADMIN", "SYS_ADMIN"]);
 
 class Recorder {
-  readonly changes: Change[] = [];
+  readonly changes: RuleChange[] = [];
   set(obj: Obj, key: string, value: unknown, path: string, rule: string): void {
     obj[key] = value;
     this.changes.push({
-      capability: CAPABILITY,
       rule,
       message: `${path}=${JSON.stringify(value)}`,
     });
@@ -38,7 +37,7 @@ function securityContext(holder: Obj, key = "securityContext"): Obj | undefined 
   return asObject(holder[key]);
 }
 
-export function fixPodSecurity(template: PodTemplateRef, settings: SecuritySettings): Change[] {
+export function fixPodSecurity(template: PodTemplateRef, settings: SecuritySettings): RuleChange[] {
   const spec = asObject(template.spec);
   if (!spec) return [];
   const rec = new Recorder();
@@ -151,7 +150,6 @@ function fixContainer(
       const mount = { name, mountPath: path };
       list.push(mount);
       rec.changes.push({
-        capability: CAPABILITY,
         rule: "readOnlyRootFilesystem",
         message: `${ref.path}.volumeMounts[${list.length - 1}]=${JSON.stringify(mount)}`,
       });
@@ -210,7 +208,6 @@ function scratchVolume(template: PodTemplateRef, spec: Obj, path: string, rec: R
     const volume = { name, emptyDir: {} };
     volumes.push(volume);
     rec.changes.push({
-      capability: CAPABILITY,
       rule: "readOnlyRootFilesystem",
       message: `${fieldPath(template, "spec.volumes")}[${volumes.length - 1}]=${JSON.stringify(volume)}`,
     });

@@ -1,56 +1,16 @@
-// The security-context capability: Pod Security Standards "restricted", fix first.
-//   fix:   fills the unset fields restricted needs (fix.ts)
-//   check: PSA's restricted checks at version latest, one file each (checks/)
-import type { V1PodSpec } from "@kubernetes/client-node";
-import { isPod, podTemplateOf } from "../../lib/pod";
-import type { Policy } from "../../lib/policy";
-import { emptyFindings, type Violation } from "../../lib/verdict";
-import { evaluatePod, type CheckOutcome } from "./checks";
-import { CAPABILITY, fixPodSecurity } from "./fix";
+// security-context as a Pepr capability: Pod Security Standards "restricted". The fixes are in
+// fix.ts, one file per Pod Security check in checks/, the policy `check` runs in policy.ts.
+import { Capability, a } from "pepr";
+import { policyActions } from "../../lib/pepr-adapter";
+import { securityContextPolicy } from "./policy";
 
-/** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
-export const DEBUG_PROFILE_FIX =
-  "with kubectl debug, use --profile=restricted (it sets what Pod Security restricted asks of the debug container)";
+export const SecurityContext = new Capability({
+  name: securityContextPolicy.name,
+  description: securityContextPolicy.description,
+});
+const { When } = SecurityContext;
+const { mutatePod } = policyActions(SecurityContext, securityContextPolicy);
 
-export function toViolation(outcome: CheckOutcome): Violation {
-  const detail = outcome.forbiddenDetail ? `: ${outcome.forbiddenDetail}` : "";
-  return {
-    capability: CAPABILITY,
-    rule: outcome.id,
-    message: `${outcome.forbiddenReason ?? "forbidden"}${detail} (Pod Security Standards restricted)`,
-    fix: outcome.fix ?? "see the Pod Security Standards restricted profile",
-  };
-}
-
-export const securityContextPolicy: Policy = {
-  name: CAPABILITY,
-  description:
-    "Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed",
-
-  fix({ template }, ctx) {
-    const settings = ctx.settings.securityContext;
-    if (!settings.enabled || !settings.mutate) return [];
-    return fixPodSecurity(template, settings);
-  },
-
-  check(object, target, ctx) {
-    const findings = emptyFindings();
-    if (!ctx.settings.securityContext.enabled || !target) return findings;
-    let template = target.template;
-    let debugging = false;
-    // A Pod UPDATE can add ephemeral containers (`kubectl debug`) and change images; the security
-    // context of the other containers cannot change, and was judged when the pod was created (PSA
-    // too lets image changes through). So only the ephemeral containers are judged, with the
-    // pod-level fields they inherit; the engine drops what the stored pod already had.
-    if (!target.isTemplate && ctx.operation === "UPDATE" && isPod(object) && ctx.oldObject) {
-      const ephemeral = (spec?: V1PodSpec) => spec?.ephemeralContainers?.length ?? 0;
-      template = { ...template, spec: { ...template.spec, containers: [], initContainers: [] } };
-      debugging = ephemeral(template.spec) > ephemeral(podTemplateOf(ctx.oldObject)?.spec);
-    }
-    findings.violations = evaluatePod(template, "restricted")
-      .filter(outcome => !outcome.allowed)
-      .map(toViolation)
-      .map(v => (debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v));
-    return findings;
-  },
-};
+// A new pod gets every securityContext field "restricted" asks for that it left unset.
+When(a.Pod).IsCreated().Mutate(mutatePod);
+// Its checks on Pods run with every area's in the shared Pod validation (capabilities/pods).

@@ -1,22 +1,17 @@
-// The service-account capability: wiring only; the rules are in rules.ts and secret-access.ts.
-import type { Policy } from "../../lib/policy";
-import { emptyFindings, mergeFindings } from "../../lib/verdict";
-import { CAPABILITY, checkServiceAccountExists, moveOffDefault } from "./rules";
-import { checkSecretAccess } from "./secret-access";
+// service-account as a Pepr capability: pods moved off `default` to a dedicated ServiceAccount,
+// and the secrets they read checked against what that account may read. The rules are in
+// rules.ts and secret-access.ts, the policy `check` runs in policy.ts.
+import { Capability, a } from "pepr";
+import { policyActions } from "../../lib/pepr-adapter";
+import { serviceAccountPolicy } from "./policy";
 
-export const serviceAccountPolicy: Policy = {
-  name: CAPABILITY,
-  description:
-    "Moves pods off the default ServiceAccount to a dedicated one; checks the ServiceAccount may read the secrets the pod uses",
-  fix: moveOffDefault,
-  async check(object, target, ctx) {
-    const findings = emptyFindings();
-    if (!target) return findings;
-    // Independent questions (one ensure, one access review): asked at the same time.
-    const [exists, access] = await Promise.all([
-      checkServiceAccountExists(object, target, ctx),
-      checkSecretAccess(object, target, ctx),
-    ]);
-    return mergeFindings(mergeFindings(findings, exists), access);
-  },
-};
+export const ServiceAccount = new Capability({
+  name: serviceAccountPolicy.name,
+  description: serviceAccountPolicy.description,
+});
+const { When } = ServiceAccount;
+const { mutatePod } = policyActions(ServiceAccount, serviceAccountPolicy);
+
+// A new pod on `default` moves to the dedicated account, which is created first when missing.
+When(a.Pod).IsCreated().Mutate(mutatePod);
+// Its checks on Pods run with every area's in the shared Pod validation (capabilities/pods).

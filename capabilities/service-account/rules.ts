@@ -12,20 +12,26 @@
 // account a pod names too: a pod naming a missing account never reaches us, which is why pods are
 // moved at creation and templates are not.) fix() therefore asks ctx.cluster.ensureServiceAccount (the
 // live view knows accounts from a watch and creates a missing one, bounded by the webhook budget;
-// dry-run requests and the snapshot view create nothing and say "would-create"). A pod is moved only
-// to an account that exists or was just created — never to one the API server would not find:
+// the snapshot view of `check` does what the webhook would, remembering the account as created
+// for the rest of the run; dry-run requests create nothing and say "would-create"). A pod is moved
+// only to an account that exists or was just created — never to one the API server would not find:
 // - creating it failed: the pod stays on `default`, and check() denies it with the reason;
 // - a dry run (nothing may be created): the pod stays on its account, and check() warns that the
 //   real request would move it and create the account;
 // - serviceAccount.ensure is off and the account is not known to exist: the pod stays, with a
 //   warning saying how to create it.
-// The offline `check` models the real request: an account missing from the snapshot "would be
-// created" and the pod is moved, as the webhook would do it.
 import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
 import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
-import type { PodTarget, RuleContext } from "../../lib/policy";
 import { isIgnoredNamespace, NS_KEYS } from "../../lib/settings";
-import { emptyFindings, type Change, type Findings, formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/verdict";
+import {
+  noFindings,
+  type PodTarget,
+  type RuleChange,
+  type RuleContext,
+  type RuleFindings,
+} from "../../lib/policy";
+import { isRecord } from "../../lib/record";
 
 export const CAPABILITY = "service-account";
 export const DEFAULT_SERVICE_ACCOUNT = "default";
@@ -33,9 +39,6 @@ export const DEFAULT_SERVICE_ACCOUNT = "default";
 export const INJECTED_TOKEN_VOLUME = /^kube-api-access-[a-z0-9]{5}$/;
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 export interface DedicatedServiceAccount {
   name: string;
@@ -81,15 +84,14 @@ function shouldMove(target: PodTarget, ctx: RuleContext): string | undefined {
  * Sets automountServiceAccountToken=false and removes the injected token volume and its mounts,
  * unless the pod asked for a token (automountServiceAccountToken: true) or keepTokens is set.
  */
-function dropInjectedToken(target: PodTarget, ctx: RuleContext): Change[] {
+function dropInjectedToken(target: PodTarget, ctx: RuleContext): RuleChange[] {
   const spec = target.template.spec as V1PodSpec & Record<string, unknown>;
   if (spec.automountServiceAccountToken === true || ctx.settings.serviceAccount.keepTokens)
     return [];
-  const changes: Change[] = [];
+  const changes: RuleChange[] = [];
   if (spec.automountServiceAccountToken !== false) {
     spec.automountServiceAccountToken = false;
     changes.push({
-      capability: CAPABILITY,
       rule: "no-token",
       message: `${fieldPath(target.template, "spec.automountServiceAccountToken")}=false (the pod did not ask for an API token)`,
     });
@@ -121,7 +123,6 @@ function dropInjectedToken(target: PodTarget, ctx: RuleContext): Change[] {
     ref.container.volumeMounts = kept;
   }
   changes.push({
-    capability: CAPABILITY,
     rule: "no-token",
     message: `removed the injected token volume ${[...injected].join(", ")} from ${fieldPath(target.template, "spec.volumes")} and its ${mounts} mount(s)`,
   });
@@ -129,7 +130,7 @@ function dropInjectedToken(target: PodTarget, ctx: RuleContext): Change[] {
 }
 
 /** The mutation: a pod on `default` runs as the dedicated ServiceAccount, which is made to exist first. */
-export async function moveOffDefault(target: PodTarget, ctx: RuleContext): Promise<Change[]> {
+export async function moveOffDefault(target: PodTarget, ctx: RuleContext): Promise<RuleChange[]> {
   const name = shouldMove(target, ctx);
   if (!name) return [];
   // A workload's own template (workloads.mutate) keeps its account: its pods are moved when they
@@ -156,7 +157,6 @@ export async function moveOffDefault(target: PodTarget, ctx: RuleContext): Promi
   if (spec.serviceAccount !== undefined) spec.serviceAccount = name;
   return [
     {
-      capability: CAPABILITY,
       rule: "dedicated-service-account",
       message: `${fieldPath(target.template, "spec.serviceAccountName")}="${name}" (was default${created})`,
     },
@@ -169,8 +169,8 @@ export async function checkServiceAccountExists(
   object: KubeObject,
   target: PodTarget,
   ctx: RuleContext,
-): Promise<Findings> {
-  const findings = emptyFindings();
+): Promise<RuleFindings> {
+  const findings = noFindings();
   const settings = ctx.settings.serviceAccount;
   if (!settings.enabled || !ctx.namespaceName) return findings;
   const dedicated = dedicatedFor(ctx);
@@ -218,7 +218,6 @@ export async function checkServiceAccountExists(
     const result = await ctx.cluster.ensureServiceAccount(ns, pendingMove, ctx.dryRun);
     if (result.state === "failed") {
       findings.violations.push({
-        capability: CAPABILITY,
         rule: "dedicated-service-account",
         message: `${what} runs as ServiceAccount "default", and the dedicated ${account} could not be created (${result.reason})`,
         fix: `${create} (or give the module's ServiceAccount create/patch on serviceaccounts), then create the pod again`,
@@ -249,7 +248,6 @@ export async function checkServiceAccountExists(
       );
     } else if (result.state === "failed") {
       findings.violations.push({
-        capability: CAPABILITY,
         rule: "dedicated-service-account",
         message: `ServiceAccount ${ns}/${current} of ${what} does not exist and could not be created (${result.reason})`,
         fix: `${createFix} (or give the module's ServiceAccount create/patch on serviceaccounts)`,
@@ -257,7 +255,6 @@ export async function checkServiceAccountExists(
     }
   } else if (ctx.cluster.serviceAccount(ns, current) === null) {
     findings.violations.push({
-      capability: CAPABILITY,
       rule: "dedicated-service-account",
       message: `ServiceAccount ${ns}/${current} of ${what} does not exist (serviceAccount.ensure is off)`,
       fix: createFix,

@@ -1,19 +1,17 @@
 // May the pod's ServiceAccount read the secrets the pod references? Kubernetes itself does not
 // require it (the kubelet fetches secrets with its own node identity), but applications that read
-// their secrets through the API, and clusters whose policies check it (seed 000's LlamaIndex
-// webhook: `unauthorized access to secret "llama-index-config"`), do. So: a warning by default,
+// their secrets through the API, and clusters whose policies check it (a webhook that refuses a
+// LlamaIndex trainer with `unauthorized access to secret "llama-index-config"`), do. So: a warning by default,
 // a denial with serviceAccount.secretAccess=enforce, nothing with off.
 //
 // Every reference counts, optional ones included: `optional: true` tolerates a missing secret,
 // not a forbidden one. imagePullSecrets are not checked: only the kubelet reads them.
 import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
 import type { PodTemplateRef } from "../../lib/pod";
-import type { PodTarget, RuleContext } from "../../lib/policy";
-import { emptyFindings, type Findings, formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/verdict";
+import { noFindings, type PodTarget, type RuleContext, type RuleFindings } from "../../lib/policy";
 import { CAPABILITY, serviceAccountOf } from "./rules";
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
+import { isRecord } from "../../lib/record";
 
 const nameIn = (x: unknown, field: string): string | undefined =>
   isRecord(x) && typeof x[field] === "string" && x[field] !== "" ? (x[field] as string) : undefined;
@@ -82,8 +80,8 @@ export async function checkSecretAccess(
   object: KubeObject,
   target: PodTarget,
   ctx: RuleContext,
-): Promise<Findings> {
-  const findings = emptyFindings();
+): Promise<RuleFindings> {
+  const findings = noFindings();
   const mode = ctx.settings.serviceAccount.secretAccess;
   if (!ctx.settings.serviceAccount.enabled || mode === "off" || !ctx.namespaceName) return findings;
   const refs = secretReferences(target.template);
@@ -111,7 +109,6 @@ export async function checkSecretAccess(
   if (!denied.length) return findings;
   const detail = denied.map(s => `"${s}" (${refs.get(s)!.join("; ")})`).join(", ");
   findings.violations.push({
-    capability: CAPABILITY,
     rule: "secret-access",
     message: `ServiceAccount ${ns}/${sa} of ${what} may not get secret${denied.length > 1 ? "s" : ""} ${detail}`,
     fix: grantCommands(ns, sa, denied),

@@ -6,7 +6,8 @@ import { policies } from "../../capabilities";
 import { SnapshotCluster } from "../../lib/cluster";
 import { review, type Review } from "../../lib/engine";
 import type { KubeObject } from "../../lib/pod";
-import { answerSubjectAccessReview, RBAC_KINDS } from "../../lib/rbac";
+import { RBAC_KINDS } from "../../lib/rbac";
+import { answerSubjectAccessReview } from "../support/authorization";
 import { defaultSettings } from "../../lib/settings";
 import { formatViolation } from "../../lib/verdict";
 import { admit, type AdmitResult } from "../support/admission";
@@ -179,10 +180,10 @@ describe("identity e2e: service-account", () => {
     expect(sar.map(r => (r.body as { spec: { user: string } }).spec.user)).toContain(
       "system:serviceaccount:llama-index:workload",
     );
-    // Offline, the same pod: the ServiceAccount "will be created", the same warning.
-    expect(result.offline.warnings.join("\n")).toMatch(
-      /ServiceAccount llama-index\/workload will be created/,
-    );
+    // Offline, the same pod: the ServiceAccount is created first, as the webhook did it.
+    expect(
+      result.offline.changes.find(c => c.rule === "dedicated-service-account")?.message,
+    ).toMatch(/\(was default; created ServiceAccount llama-index\/workload\)$/);
     expectParity(result);
   });
 

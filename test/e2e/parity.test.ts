@@ -20,7 +20,26 @@ import {
 } from "./cases";
 import { HELLO_DENY_LABEL } from "../../hello-pepr";
 
-const env = useEnvironment({ objects: clusterObjects });
+/** A namespace in each mode: the same pod must get the same answer from both doors in each. */
+const MODES = ["enforce", "warn", "audit", "off"] as const;
+const modeNamespace = (mode: string, labelled = true): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Namespace",
+  metadata: {
+    name: `mode-${mode}`,
+    labels: labelled ? { "admission-guard.dev/mode": mode } : {},
+    // Long there: the controller made no ServiceAccount for it (the dry-run case needs none).
+    creationTimestamp: new Date("2024-05-12T14:00:00Z"),
+  },
+});
+// dry-run: a namespace no request of this suite makes the ServiceAccount of.
+const env = useEnvironment({
+  objects: [
+    ...clusterObjects,
+    ...MODES.map(m => modeNamespace(m)),
+    modeNamespace("dry-run", false),
+  ],
+});
 
 const seedObjects = seeds.workloads.map(m => m.object);
 const cases: [string, KubeObject][] = [
@@ -58,6 +77,48 @@ describe("parity: controller and engine agree", () => {
     );
     expect(report.e2e.allowed).toBe(false);
     expect(report.differences).toEqual([]);
+  });
+
+  it.each(MODES)("in a namespace in %s mode, for a pod that violates several rules", async mode => {
+    const mlflow = seedObjects.find(o => o.metadata?.name === "mlflow-train")!;
+    const report = await checkParity(env.controller, inNamespace(mlflow, `mode-${mode}`), {
+      objects: env.api.objects(),
+    });
+    expect(report.differences).toEqual([]);
+    expect(report.e2e.allowed).toBe(mode !== "enforce");
+  });
+
+  it("on UPDATE of a Pod: a privileged debug container added, judged the same by both", async () => {
+    const created = await checkParity(env.controller, demoPod(), { objects: env.api.objects() });
+    const stored = created.e2e.patched;
+    const updated = structuredClone(stored);
+    (updated.spec as Record<string, unknown>).ephemeralContainers = [
+      { name: "debugger", image: "busybox:1.36", securityContext: { privileged: true } },
+    ];
+    const report = await checkParity(env.controller, updated, {
+      objects: env.api.objects(),
+      operation: "UPDATE",
+      oldObject: stored,
+      subResource: "ephemeralcontainers",
+    });
+    expect(report.differences).toEqual([]);
+    expect(report.e2e.allowed).toBe(false);
+    expect(report.e2e.message).toContain(
+      'container "debugger" must not set securityContext.privileged=true',
+    );
+  });
+
+  it("on a dry run, where the dedicated ServiceAccount would have to be created", async () => {
+    const trainer = seedObjects.find(o => o.metadata?.name === "llamaindex-trainer")!;
+    const report = await checkParity(env.controller, inNamespace(trainer, "mode-dry-run"), {
+      objects: env.api.objects(),
+      dryRun: true,
+    });
+    expect(report.differences).toEqual([]);
+    expect((report.e2e.patched.spec as { serviceAccountName: string }).serviceAccountName).toBe(
+      "default",
+    );
+    expect(report.e2e.warnings.join("\n")).toContain("dry run:");
   });
 
   it("notices when they disagree (the engine told the namespace is in warn mode)", async () => {

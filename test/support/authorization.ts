@@ -9,7 +9,9 @@
 // server-side apply (PATCH application/apply-patch+yaml) is authorized as patch; when the object
 // does not exist yet, the API server also checks create for that name before it creates it
 // (handlers/patch.go createAuthorizerAttributes) — both verbs are needed to create by apply.
-import type { AccessRequest } from "../../lib/rbac";
+import type { KubeObject } from "../../lib/pod";
+import { isRecord } from "../../lib/record";
+import { RbacIndex, strings, type AccessRequest } from "../../lib/rbac";
 
 /** The resource attributes of one request; undefined for a non-resource request (/healthz, /api). */
 export type RequestAttributes = Omit<AccessRequest, "user" | "groups">;
@@ -112,4 +114,37 @@ export function forbiddenStatus(who: Identity, a: RequestAttributes) {
     details: { ...(a.name ? { name: a.name } : {}), group: a.group, kind: a.resource },
     code: 403,
   };
+}
+
+/**
+ * Answers an authorization.k8s.io/v1 SubjectAccessReview (the object a client POSTs) from RBAC
+ * objects: the request object with `status` filled, as the API server returns it. For the stand-in API
+ * (test/support/stand-in-api.ts), which answers reviews as the API server's RBAC would. Non-resource requests and malformed reviews are answered "not allowed".
+ */
+export function answerSubjectAccessReview(
+  objects: readonly unknown[],
+  review: unknown,
+): KubeObject & { status: { allowed: boolean; reason?: string } } {
+  const body: KubeObject = isRecord(review) ? (review as KubeObject) : {};
+  const spec = isRecord(body.spec) ? body.spec : {};
+  const attrs = isRecord(spec.resourceAttributes) ? spec.resourceAttributes : undefined;
+  const out = {
+    ...body,
+    apiVersion: "authorization.k8s.io/v1",
+    kind: "SubjectAccessReview",
+    status: { allowed: false } as { allowed: boolean; reason?: string },
+  };
+  if (!attrs || typeof spec.user !== "string") return out;
+  const str = (x: unknown) => (typeof x === "string" ? x : "");
+  out.status = new RbacIndex(objects).decide({
+    user: spec.user,
+    groups: strings(spec.groups),
+    namespace: str(attrs.namespace),
+    verb: str(attrs.verb),
+    group: str(attrs.group),
+    resource: str(attrs.resource),
+    subresource: str(attrs.subresource) || undefined,
+    name: str(attrs.name),
+  });
+  return out;
 }

@@ -8,6 +8,7 @@ import type { V1LimitRange, V1Node, V1ResourceQuota } from "@kubernetes/client-n
 import { policies as allPolicies } from "../../capabilities";
 import { SnapshotCluster, type ClusterView, type RbacEvaluator } from "../../lib/cluster";
 import { decide, pendingWarnings, review, type Review } from "../../lib/engine";
+import { evaluateSecretAccess } from "../../lib/rbac";
 import type { KubeObject } from "../../lib/pod";
 import type { Policy } from "../../lib/policy";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
@@ -18,9 +19,24 @@ import type { Controller } from "./controller";
 
 /**
  * A snapshot that answers like the live caches once synced: a watched kind with no object is
- * "none exist" ([]), not "no data" (undefined) as a plain snapshot says.
+ * "none exist" ([], null), not "no data" (undefined) as a plain snapshot says; and access reviews
+ * are answered as the stand-in answers them by default, from the RBAC objects it holds, nothing
+ * allowed when it holds none.
  */
 export class SyncedSnapshot extends SnapshotCluster {
+  constructor(objects: KubeObject[], rbac?: RbacEvaluator) {
+    super(
+      objects,
+      rbac ??
+        ((all, namespace, serviceAccount, secrets) =>
+          evaluateSecretAccess(all, namespace, serviceAccount, secrets) ?? {
+            allowed: new Map(secrets.map(secret => [secret, false])),
+          }),
+    );
+  }
+  serviceAccount(namespace: string, name: string) {
+    return super.serviceAccount(namespace, name) ?? null;
+  }
   resourceQuotas(namespace: string): V1ResourceQuota[] {
     return super.resourceQuotas(namespace) ?? [];
   }
@@ -108,6 +124,12 @@ export async function checkParity(
   if (e2e.message !== engineMessage)
     differences.push(
       `denial message:\n  controller: ${e2e.message}\n  engine:     ${engineMessage}`,
+    );
+  // One decision path: the same warnings, word for word, in the same order.
+  const webhookWarnings = e2e.validateResponse.warnings ?? [];
+  if (engine.handled && canonical(webhookWarnings) !== canonical(engine.warnings))
+    differences.push(
+      `warnings:\n  controller: ${JSON.stringify(webhookWarnings)}\n  engine:     ${JSON.stringify(engine.warnings)}`,
     );
   // Violations that only warn must reach the user through the controller too.
   const warned = engine.violations

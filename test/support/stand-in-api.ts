@@ -50,6 +50,7 @@ import {
   type RequestAttributes,
 } from "./authorization";
 import { createTestCerts, type TestCerts } from "./certs";
+import { isRecord } from "../../lib/record";
 
 export interface ResourceType {
   group: string;
@@ -202,9 +203,6 @@ class HttpError extends Error {
 
 /** The bearer token of the kubeconfig the stand-in writes. */
 const TOKEN = "stand-in-token";
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /** RFC 7386 JSON merge patch; also what server-side apply does here (without null deletes). */
 function mergePatch(target: unknown, patch: unknown, deleteNulls = true): unknown {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { main } from "../../cli/main";
 import type { Policy } from "../../lib/policy";
-import { helloPepr } from "../../hello-pepr";
+import { helloPeprPolicy } from "../../hello-pepr";
 
 export interface Run {
   code: number;
@@ -30,7 +30,7 @@ export async function run(argv: string[], opts: RunOptions = {}): Promise<Run> {
     readStdin: async () => opts.stdin ?? "",
     cwd: opts.cwd ?? process.cwd(),
     env: {},
-    policies: opts.policies ?? [helloPepr],
+    policies: opts.policies ?? [helloPeprPolicy],
   });
   const json = argv.includes("json")
     ? stdout

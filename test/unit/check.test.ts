@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { policies } from "../../capabilities";
-import { helloPepr, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
+import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
 import { demoPodYaml, run, tempTree } from "./check-helpers";
 
 const deployment = `apiVersion: apps/v1
@@ -281,7 +281,7 @@ describe("check: text report in warn mode", () => {
     });
     const r = await run(["check", "--cluster", "ns.json", "pod.yaml"], {
       cwd: dir,
-      policies: [helloPepr, noting],
+      policies: [helloPeprPolicy, noting],
     });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/allowed\s+Pod pepr-demo\/p \(namespace mode warn\)/);

@@ -1,7 +1,7 @@
 import {
+  answer,
   decide,
-  fixPod,
-  fixWorkload,
+  mutate,
   modeOf,
   contextFor,
   review,
@@ -9,9 +9,10 @@ import {
 } from "../../lib/engine";
 import { SnapshotCluster } from "../../lib/cluster";
 import { defaultSettings } from "../../lib/settings";
-import { helloPepr, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
-import { imageRegistryPolicy } from "../../capabilities/image-registry";
+import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
+import { imageRegistryPolicy } from "../../capabilities/image-registry/policy";
 import { containersChanged, type KubeObject } from "../../lib/pod";
+import type { Policy } from "../../lib/policy";
 
 const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
@@ -23,23 +24,33 @@ const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
 const cluster = (nsLabels: Record<string, string> = {}) =>
   new SnapshotCluster([{ kind: "Namespace", metadata: { name: "pepr-demo", labels: nsLabels } }]);
 
+/** The mutating webhook's step on `object`, in place, with these settings. */
+const mutateIn = (object: KubeObject, settings = defaultSettings(), c = cluster()) =>
+  mutate(
+    { object, operation: "CREATE", dryRun: false },
+    { settings, cluster: c, policies: [helloPeprPolicy] },
+    [helloPeprPolicy],
+  );
+
 describe("engine with the hello-pepr template capability", () => {
   it("fixes a pod once, records the fix, and a second run changes nothing", async () => {
     const pod = demoPod();
-    const ctx = contextFor(pod, { settings: defaultSettings(), cluster: cluster() });
-    const first = await fixPod([helloPepr], pod, ctx);
+    const first = await mutateIn(pod);
     expect(first.changes.map(c => c.rule)).toEqual(["greet"]);
     expect(pod.metadata?.labels?.[HELLO_LABEL]).toBe("true");
     expect(recordedFixes(pod).get("hello-pepr")).toEqual(["greet"]);
     const snapshot = JSON.stringify(pod);
-    const second = await fixPod([helloPepr], pod, ctx);
+    const second = await mutateIn(pod);
     expect(second.changes).toEqual([]);
     expect(JSON.stringify(pod)).toBe(snapshot);
   });
 
   it("does not act outside its namespaces", async () => {
     const pod = { ...demoPod(), metadata: { name: "p", namespace: "other" } };
-    const r = await review([helloPepr], pod, { settings: defaultSettings(), cluster: cluster() });
+    const r = await review([helloPeprPolicy], pod, {
+      settings: defaultSettings(),
+      cluster: cluster(),
+    });
     expect(r.handled).toBe(false);
     expect(r.changes).toEqual([]);
   });
@@ -47,14 +58,14 @@ describe("engine with the hello-pepr template capability", () => {
   it("denies in enforce mode, warns in warn mode, stays silent in audit, does nothing when off", async () => {
     const pod = demoPod({ [HELLO_DENY_LABEL]: "true" });
     const settings = defaultSettings();
-    const enforce = await review([helloPepr], pod, { settings, cluster: cluster() });
+    const enforce = await review([helloPeprPolicy], pod, { settings, cluster: cluster() });
     expect(enforce.allowed).toBe(false);
     expect(enforce.violations[0]).toMatchObject({
       capability: "hello-pepr",
       rule: "no-deny-label",
     });
 
-    const warn = await review([helloPepr], pod, {
+    const warn = await review([helloPeprPolicy], pod, {
       settings,
       cluster: cluster({ "admission-guard.dev/mode": "warn" }),
     });
@@ -63,14 +74,14 @@ describe("engine with the hello-pepr template capability", () => {
       /admission-guard\/hello-pepr: .*Fix: remove the label/,
     );
 
-    const audit = await review([helloPepr], pod, {
+    const audit = await review([helloPeprPolicy], pod, {
       settings,
       cluster: cluster({ "admission-guard.dev/mode": "audit" }),
     });
     expect(audit.allowed).toBe(true);
     expect(audit.warnings).toEqual([]);
 
-    const off = await review([helloPepr], pod, {
+    const off = await review([helloPeprPolicy], pod, {
       settings,
       cluster: cluster({ "admission-guard.dev/mode": "off" }),
     });
@@ -92,7 +103,7 @@ describe("engine with the hello-pepr template capability", () => {
       },
     };
     const before = JSON.stringify(deployment);
-    const r = await review([helloPepr], deployment, {
+    const r = await review([helloPeprPolicy], deployment, {
       settings: defaultSettings(),
       cluster: cluster(),
     });
@@ -120,7 +131,7 @@ describe("engine with the hello-pepr template capability", () => {
 
   it("turns a rule that throws into a clear violation, not a crash", async () => {
     const broken = {
-      ...helloPepr,
+      ...helloPeprPolicy,
       name: "broken",
       check: () => {
         throw new Error("boom");
@@ -151,13 +162,13 @@ describe("engine with the hello-pepr template capability", () => {
 
 describe("engine on malformed objects", () => {
   it("reports a pod without spec once, not once per capability", async () => {
-    const other = { ...helloPepr, name: "other" };
+    const other = { ...helloPeprPolicy, name: "other" };
     const pod: KubeObject = {
       apiVersion: "v1",
       kind: "Pod",
       metadata: { name: "x", namespace: "pepr-demo" },
     };
-    const r = await review([helloPepr, other], pod, {
+    const r = await review([helloPeprPolicy, other], pod, {
       settings: defaultSettings(),
       cluster: cluster(),
     });
@@ -172,7 +183,7 @@ describe("engine on a Pod UPDATE", () => {
     return pod;
   };
   const update = (pod: KubeObject, old: KubeObject) =>
-    review([helloPepr], pod, {
+    review([helloPeprPolicy], pod, {
       settings: defaultSettings(),
       cluster: cluster(),
       operation: "UPDATE",
@@ -257,21 +268,20 @@ describe("engine with workloads.mutate", () => {
 
   it("fixes the template itself, records the fix on it, and a second run changes nothing", async () => {
     const d = deployment();
-    const ctx = contextFor(d, { settings: on(), cluster: cluster() });
-    const first = await fixWorkload([helloPepr], d, ctx);
+    const first = await mutateIn(d, on());
     expect(first.changes.map(c => c.rule)).toEqual(["greet"]);
     expect(template(d).metadata?.labels?.[HELLO_LABEL]).toBe("true");
     expect(template(d).metadata?.annotations?.["admission-guard.dev/fixed"]).toBe(
       "hello-pepr/greet",
     );
     const snapshot = JSON.stringify(d);
-    expect((await fixWorkload([helloPepr], d, ctx)).changes).toEqual([]);
+    expect((await mutateIn(d, on())).changes).toEqual([]);
     expect(JSON.stringify(d)).toBe(snapshot);
   });
 
   it("review() returns the fixed workload and says fixed, not 'its pods will get'", async () => {
     const input = deployment();
-    const r = await review([helloPepr], input, { settings: on(), cluster: cluster() });
+    const r = await review([helloPeprPolicy], input, { settings: on(), cluster: cluster() });
     expect(template(r.object).metadata?.labels?.[HELLO_LABEL]).toBe("true");
     expect(r.warnings.join("\n")).toContain("admission-guard/hello-pepr: fixed ");
     expect(r.warnings.join("\n")).not.toContain("its pods will get");
@@ -290,19 +300,92 @@ describe("engine with workloads.mutate", () => {
         ],
       },
     };
-    const ctx = contextFor(rs, { settings: on(), cluster: cluster() });
-    expect((await fixWorkload([helloPepr], rs, ctx)).changes).toEqual([]);
+    expect((await mutateIn(rs, on())).changes).toEqual([]);
     expect(template(rs).metadata?.labels?.[HELLO_LABEL]).toBeUndefined();
   });
 
   it("off (the default): the template is left alone, and its pods' fixes are announced", async () => {
-    const r = await review([helloPepr], deployment(), {
+    const r = await review([helloPeprPolicy], deployment(), {
       settings: defaultSettings(),
       cluster: cluster(),
     });
     expect(template(r.object).metadata?.annotations).toBeUndefined();
     expect(r.warnings.join("\n")).toContain("its pods will get");
-    const ctx = contextFor(deployment(), { settings: defaultSettings(), cluster: cluster() });
-    expect((await fixWorkload([helloPepr], deployment(), ctx)).changes).toEqual([]);
+    expect((await mutateIn(deployment())).changes).toEqual([]);
+  });
+});
+
+describe("engine: one decision path", () => {
+  const stampedPolicy = (name: string): Policy => ({
+    name,
+    description: "",
+    fix: () => [{ rule: "r", message: "m", capability: "someone-else" } as never],
+    check: () => ({
+      changes: [],
+      violations: [{ rule: "v", message: "bad", fix: "f", capability: "someone-else" } as never],
+      warnings: [],
+    }),
+  });
+
+  it("stamps the capability on what a rule returns, whatever the rule said", async () => {
+    const p = stampedPolicy("mine");
+    const r = await review(
+      [p],
+      { ...demoPod(), metadata: { name: "p", namespace: "ns" } },
+      {
+        settings: defaultSettings(),
+        cluster: new SnapshotCluster([]),
+      },
+    );
+    expect(r.changes.map(c => c.capability)).toEqual(["mine"]);
+    expect(r.violations.map(v => v.capability)).toEqual(["mine"]);
+  });
+
+  it("an unknown mode label is said once, by the first policy that acts, asked one by one or together", async () => {
+    const a = stampedPolicy("a");
+    const b = stampedPolicy("b");
+    const c = new SnapshotCluster([
+      {
+        kind: "Namespace",
+        metadata: { name: "ns", labels: { "admission-guard.dev/mode": "sometimes" } },
+      },
+    ]);
+    const deps = { settings: defaultSettings(), cluster: c, policies: [a, b] };
+    const input = {
+      object: { ...demoPod(), metadata: { name: "p", namespace: "ns" } },
+      operation: "CREATE" as const,
+      dryRun: false,
+    };
+    const one = (await answer(input, deps, [a])).warnings.filter(w => w.includes("sometimes"));
+    const two = (await answer(input, deps, [b])).warnings.filter(w => w.includes("sometimes"));
+    const both = (await answer(input, deps, [a, b])).warnings.filter(w => w.includes("sometimes"));
+    expect([one.length, two.length, both.length]).toEqual([1, 0, 1]);
+  });
+
+  it("a fix that throws is recorded by the mutation and denied by the validation, with the reason", async () => {
+    const throwing: Policy = {
+      name: "explodes",
+      description: "",
+      fix: () => {
+        throw new Error("boom");
+      },
+    };
+    const deps = {
+      settings: defaultSettings(),
+      cluster: new SnapshotCluster([]),
+      policies: [throwing],
+    };
+    const object: KubeObject = { ...demoPod(), metadata: { name: "p", namespace: "ns" } };
+    const input = { object, operation: "CREATE" as const, dryRun: false };
+    const mutated = await mutate(input, deps, [throwing]);
+    expect(mutated.errors.map(e => e.rule)).toEqual(["internal-error"]);
+    expect(object.metadata?.annotations?.["admission-guard.dev/fix-failed"]).toBe(
+      '{"explodes":"boom"}',
+    );
+    const answered = await answer(input, deps, [throwing]);
+    expect(answered.allowed).toBe(false);
+    expect(answered.denials).toEqual([
+      "admission-guard/explodes: the fix step failed on this object (boom). Fix: check the object is well-formed; if it is, report this bug and meanwhile set the namespace to warn mode: kubectl label namespace <ns> admission-guard.dev/mode=warn --overwrite",
+    ]);
   });
 });

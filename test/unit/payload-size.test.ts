@@ -3,7 +3,7 @@ import { review } from "../../lib/engine";
 import type { KubeObject } from "../../lib/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import { formatViolation } from "../../lib/verdict";
-import { payloadSizePolicy } from "../../capabilities/payload-size";
+import { payloadSizePolicy } from "../../capabilities/payload-size/policy";
 import {
   annotationBytes,
   formatBytes,

@@ -1,5 +1,5 @@
+import { answerSubjectAccessReview } from "../support/authorization";
 import {
-  answerSubjectAccessReview,
   evaluateSecretAccess,
   RbacIndex,
   serviceAccountUser,

@@ -155,8 +155,13 @@ describe("a Pod through the engine", () => {
     const r = await review(policies, pod, { settings: defaultSettings(), cluster: cluster() });
     expect(r.allowed).toBe(true);
     expect(ours(r)).toEqual([]);
-    expect(r.warnings).toContain(
-      "admission-guard/security-context: fixed spec.securityContext.runAsNonRoot=true",
+    expect(r.changes).toContainEqual({
+      capability: "security-context",
+      rule: "runAsNonRoot",
+      message: "spec.securityContext.runAsNonRoot=true",
+    });
+    expect(r.warnings.join("\n")).toMatch(
+      /^admission-guard\/security-context: fixed .*runAsNonRoot/m,
     );
     expect((r.object as Obj).metadata.annotations["admission-guard.dev/fixed"]).toContain(
       "security-context/runAsNonRoot",

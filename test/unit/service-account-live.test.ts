@@ -34,13 +34,14 @@ jest.mock("kubernetes-fluent-client", () => {
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../capabilities/service-account/rules";
 import {
+  AccessReviews,
   ANSWER_TTL_MS,
-  BACKGROUND_CONCURRENCY,
-  CREATED_GRACE_MS,
   DENIED_ANSWER_TTL_MS,
-  describeError,
-  LiveCluster,
-} from "../../lib/cluster-live";
+  MAX_ANSWERS,
+} from "../../lib/access-reviews";
+import { describeError } from "../../lib/api-calls";
+import { BACKGROUND_CONCURRENCY, LiveCluster } from "../../lib/cluster-live";
+import { CREATED_GRACE_MS } from "../../lib/service-accounts";
 import { defaultSettings } from "../../lib/settings";
 
 const settings = defaultSettings();
@@ -75,8 +76,8 @@ const account = (namespace: string, name: string) =>
 /** A live view whose ServiceAccount watch has listed these accounts. */
 const watching = (...accounts: [string, string][]) => {
   const cluster = live();
-  for (const [ns, name] of accounts) cluster.serviceAccounts.apply(account(ns, name), "ADDED");
-  cluster.serviceAccounts.synced = true;
+  for (const [ns, name] of accounts) cluster.accounts.store.apply(account(ns, name), "ADDED");
+  cluster.accounts.store.synced = true;
   return cluster;
 };
 
@@ -144,7 +145,7 @@ describe("LiveCluster: ServiceAccounts", () => {
       state: "exists",
     });
     expect(applied).toEqual([]);
-    cluster.serviceAccounts.apply(account("team-b", "workload"), "DELETED");
+    cluster.accounts.store.apply(account("team-b", "workload"), "DELETED");
     expect(cluster.serviceAccount("team-b", "workload")).toBeNull();
     expect(await cluster.ensureServiceAccount("team-b", "workload", false)).toEqual({
       state: "created",
@@ -155,13 +156,13 @@ describe("LiveCluster: ServiceAccounts", () => {
   it("says unknown before the watch has listed, and missing after", () => {
     const cluster = live();
     expect(cluster.serviceAccount("ml", "workload")).toBeUndefined();
-    cluster.serviceAccounts.synced = true;
+    cluster.accounts.store.synced = true;
     expect(cluster.serviceAccount("ml", "workload")).toBeNull();
   });
 
   it("keeps only the names of the accounts it watches", () => {
     const cluster = watching(["ml", "workload"]);
-    expect(cluster.serviceAccounts.items.get("ml/workload")).toEqual({
+    expect(cluster.accounts.store.items.get("ml/workload")).toEqual({
       metadata: { namespace: "ml", name: "workload" },
     });
   });
@@ -214,6 +215,20 @@ describe("LiveCluster: ServiceAccounts", () => {
     clock.mockReturnValue(now + DENIED_ANSWER_TTL_MS + ANSWER_TTL_MS);
     expect(await ask()).toBe(true);
     expect(reviews).toHaveLength(2);
+  });
+
+  it("keeps at most MAX_ANSWERS access answers, the oldest dropped first", async () => {
+    const cache = new AccessReviews();
+    const secrets = Array.from({ length: MAX_ANSWERS + 50 }, (_, i) => `s-${i}`);
+    for (let i = 0; i < secrets.length; i += 500)
+      await cache.secretAccess("ml", "workload", secrets.slice(i, i + 500));
+    expect(cache.size).toBe(MAX_ANSWERS);
+    // The newest is still answered from memory, the oldest asked again.
+    const asked = reviews.length;
+    await cache.secretAccess("ml", "workload", [secrets[secrets.length - 1]]);
+    expect(reviews.length).toBe(asked);
+    await cache.secretAccess("ml", "workload", [secrets[0]]);
+    expect(reviews.length).toBe(asked + 1);
   });
 
   it("creates the ServiceAccounts of a burst of new namespaces a few at a time", async () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { defaultPod } from "../support/admission";
-import { serviceAccountPolicy } from "../../capabilities/service-account";
+import { serviceAccountPolicy } from "../../capabilities/service-account/policy";
 import {
   dedicatedServiceAccount,
   moveOffDefault,
@@ -9,7 +9,7 @@ import {
 } from "../../capabilities/service-account/rules";
 import { grantCommands, secretReferences } from "../../capabilities/service-account/secret-access";
 import { SnapshotCluster, type EnsureResult } from "../../lib/cluster";
-import { contextFor, fixWorkload, review } from "../../lib/engine";
+import { contextFor, mutate, review } from "../../lib/engine";
 import { podTemplateOf, type KubeObject } from "../../lib/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import * as fc from "fast-check";
@@ -99,7 +99,10 @@ describe("service-account: move pods off default", () => {
       "no-token",
       "no-token",
     ]);
-    expect(r.warnings.join("\n")).toMatch(/ServiceAccount llama-index\/workload will be created/);
+    // Offline, what the webhook would do: the account is created first, and said so in the change.
+    expect(r.changes[0].message).toBe(
+      'spec.serviceAccountName="workload" (was default; created ServiceAccount llama-index/workload)',
+    );
   });
 
   it("a pod without serviceAccountName counts as default; no serviceAccount alias is invented", async () => {
@@ -264,10 +267,10 @@ describe("service-account: ensuring the ServiceAccount", () => {
     };
     const cluster = new FakeLive({ state: "exists" });
     const s = { ...settings(), workloads: { mutate: true } };
-    const fixed = await fixWorkload(
+    const fixed = await mutate(
+      { object: deployment, operation: "CREATE", dryRun: false },
+      { settings: s, cluster, policies },
       policies,
-      deployment,
-      contextFor(deployment, { settings: s, cluster }),
     );
     expect(fixed.changes.filter(c => c.rule === "dedicated-service-account")).toEqual([]);
     expect(podTemplateOf(deployment)!.spec.serviceAccountName).toBe("default");

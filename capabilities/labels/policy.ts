@@ -1,0 +1,13 @@
+// The labels policy (pure; index.ts is its Pepr capability): wiring only, the rules are in rules.ts.
+import { noFindings, type Policy } from "../../lib/policy";
+import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
+
+export const labelsPolicy: Policy = {
+  name: CAPABILITY,
+  description:
+    "Carries the app label to app.kubernetes.io/component; a namespace may require the component label",
+  fix: carryAppLabel,
+  // A warning about a label left alone cannot come from fix() (it returns only Changes): check()
+  // sees the pod as stored, so it reports the disagreement, in the webhook and in `check` alike.
+  check: (object, target, ctx) => (target ? checkLabels(object, target, ctx) : noFindings()),
+};

@@ -1,0 +1,159 @@
+// The resource-quota policy (pure; index.ts is its Pepr capability): denies early, with the numbers, what the ResourceQuota plugin or the scheduler
+// would refuse later — a Pod that exceeds the namespace quota or fits no node, and a workload whose
+// pods would (Kubernetes checks quota only when each pod is created, so a Deployment that can never
+// run is otherwise accepted and fails quietly in ReplicaSet events). The built-in ResourceQuota
+// plugin stays the authority: quota can change between our check and storage.
+//
+// Cluster data comes through ctx.cluster (watched caches in the webhook, a snapshot for `check`).
+// No data is not a violation: a check that cannot be made is skipped with a warning, unless
+// settings.resourceQuota.onUnavailable is "deny". See docs/resource-quota.md.
+import type { V1PodSpec } from "@kubernetes/client-node";
+import {
+  describeObject,
+  isPod,
+  podTemplateOf,
+  type KubeObject,
+  type PodTemplateRef,
+} from "../../lib/pod";
+import { formatNote } from "../../lib/verdict";
+import { noFindings, type Policy, type RuleContext, type RuleFindings } from "../../lib/policy";
+import { checkNodeFit } from "./node-fit";
+import { CAPABILITY, checkQuotas, type QuotaDemand } from "./quota";
+import {
+  isBestEffort,
+  limitRangeDefaults,
+  podResources,
+  quotaUsage,
+  type LimitRangeDefaults,
+  type PodResources,
+} from "./resources";
+import { podCount } from "./workload";
+
+/** What decides how many pods a workload makes and what they ask: if equal before and after an UPDATE, it creates no new pods. */
+function schedulingSignature(pod: PodResources, spec: V1PodSpec): string {
+  const list = (l: Map<string, { milli: bigint }>) =>
+    [...l]
+      .map(([k, q]) => `${k}=${q.milli}`)
+      .sort()
+      .join(",");
+  return JSON.stringify([
+    pod.containers.map(c => [c.ref.path, list(c.requests), list(c.limits)]),
+    list(pod.requests),
+    list(pod.limits),
+    spec.nodeSelector ?? null,
+    spec.affinity ?? null,
+    spec.tolerations ?? null,
+    spec.priorityClassName ?? null,
+    spec.activeDeadlineSeconds ?? null,
+  ]);
+}
+
+function unavailable(
+  findings: RuleFindings,
+  ctx: RuleContext,
+  subject: string,
+  what: "quota" | "node fit",
+  kinds: string,
+): void {
+  const detail =
+    ctx.cluster.source === "live"
+      ? `the controller's cache of ${kinds} has not synced yet (starting up, or the API server is unreachable)`
+      : `the cluster snapshot holds no ${kinds} (give check --cluster the output of kubectl get resourcequota,limitrange -A -o yaml and kubectl get nodes -o yaml)`;
+  if (ctx.settings.resourceQuota.onUnavailable === "deny") {
+    findings.violations.push({
+      rule: "cluster-data-unavailable",
+      message: `${subject}: ${what} cannot be checked: ${detail}`,
+      fix: `retry in a moment; if it persists, check that admission-guard may list and watch resourcequotas, limitranges and nodes (docs/resource-quota.md), or set resourceQuota.onUnavailable=allow`,
+    });
+  } else {
+    findings.warnings.push(formatNote(CAPABILITY, `${what} not checked for ${subject}: ${detail}`));
+  }
+}
+
+/** The stored object's pods on UPDATE, or undefined when it has none to compare with. */
+function previous(ctx: RuleContext, defaults: LimitRangeDefaults) {
+  if (ctx.operation !== "UPDATE" || !ctx.oldObject || typeof ctx.oldObject !== "object")
+    return undefined;
+  const old = structuredClone(ctx.oldObject) as KubeObject;
+  const template = podTemplateOf(old);
+  if (!template) return undefined;
+  const pod = podResources(template, defaults);
+  return { pod, spec: template.spec, pods: podCount(old)?.pods ?? 0 };
+}
+
+function checkResources(
+  object: KubeObject,
+  template: PodTemplateRef,
+  ctx: RuleContext,
+): RuleFindings {
+  const findings = noFindings();
+  const settings = ctx.settings.resourceQuota;
+  const subject = describeObject(object);
+  const namespace = ctx.namespaceName;
+  // LimitRanges unknown count as none: the live view reports quotas only once LimitRanges are synced too.
+  const defaults = limitRangeDefaults(namespace ? ctx.cluster.limitRanges(namespace) : undefined);
+  const pod = podResources(template, defaults);
+  if (pod.errors.length) {
+    findings.violations.push({
+      rule: "invalid-quantity",
+      message: `${subject} has resource values that are not Kubernetes quantities: ${pod.errors.join("; ")}`,
+      fix: `write each value as a quantity, e.g. cpu "500m" or "2", memory "512Mi" or "8Gi"`,
+    });
+    return findings;
+  }
+  const count = podCount(object);
+  const old = previous(ctx, defaults);
+  if (old) {
+    // An UPDATE that neither adds pods nor changes what they ask or where they go creates no new pods.
+    const same = schedulingSignature(pod, template.spec) === schedulingSignature(old.pod, old.spec);
+    if (same && (count?.pods ?? 0) <= old.pods) return findings;
+  }
+
+  if (count && namespace) {
+    const quotas = ctx.cluster.resourceQuotas(namespace);
+    if (!quotas) unavailable(findings, ctx, subject, "quota", "ResourceQuotas");
+    else if (quotas.length) {
+      const demand: QuotaDemand = {
+        subject,
+        namespace,
+        isPod: isPod(object),
+        spec: template.spec,
+        pod,
+        bestEffort: isBestEffort(pod, template.spec),
+        count,
+        old: old && { usage: quotaUsage(old.pod.requests, old.pod.limits), pods: old.pods },
+      };
+      const result = checkQuotas(quotas, demand);
+      findings.violations.push(...result.violations);
+      findings.warnings.push(...result.warnings);
+    }
+  }
+  if (settings.nodeFit && (count?.pods ?? 1) > 0) {
+    const nodes = ctx.cluster.nodes();
+    if (!nodes) unavailable(findings, ctx, subject, "node fit", "Nodes");
+    else {
+      const result = checkNodeFit(nodes, {
+        subject,
+        spec: template.spec,
+        pod,
+        daemonSet: object.kind === "DaemonSet",
+      });
+      findings.violations.push(...result.violations);
+      findings.warnings.push(...result.warnings);
+    }
+  }
+  return findings;
+}
+
+export const resourceQuotaPolicy: Policy = {
+  name: CAPABILITY,
+  description:
+    "Denies early, with the numbers, pods and workloads that exceed the namespace quota or fit no node",
+  check(object, target, ctx) {
+    if (!ctx.settings.resourceQuota.enabled || !target) return noFindings();
+    // Pods: on CREATE (resizing a running pod is the kubelet's business). Workloads: CREATE and UPDATE.
+    if (isPod(object) ? ctx.operation !== "CREATE" : !["CREATE", "UPDATE"].includes(ctx.operation))
+      return noFindings();
+    return checkResources(object, target.template, ctx);
+  },
+};

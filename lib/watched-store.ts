@@ -1,0 +1,88 @@
+// A cache of one kind of object, kept up to date by a watch in the admission process itself
+// (kubernetes-fluent-client: list, then watch; re-lists and reconnects on errors). Before the first
+// list completes it has no data (`synced` false): readers treat that as "not checked", never as
+// "none exist".
+import { K8s, type GenericClass, type KubernetesObject } from "kubernetes-fluent-client";
+import { WatchEvent } from "kubernetes-fluent-client/dist/fluent/watch.js";
+import { describeError } from "./api-calls";
+
+export type Logger = {
+  info: (o: object, m: string) => void;
+  warn: (o: object, m: string) => void;
+};
+
+/** Objects of one kind kept up to date by a watch; keyed "namespace/name". */
+export class WatchedStore<T extends KubernetesObject> {
+  readonly items = new Map<string, T>();
+  /** true once the first list has completed. */
+  synced = false;
+  /** Last error of the watch, cleared by the next successful list. */
+  lastError?: string;
+  /** Called after each event is applied (e.g. to act when a namespace appears). */
+  readonly listeners: ((obj: T, phase: string) => void)[] = [];
+
+  constructor(
+    private readonly model: GenericClass,
+    private readonly what: string,
+    private readonly log?: Logger,
+    /** What is kept of each object (default: all of it): caches of many objects keep what rules read. */
+    private readonly keep: (obj: T) => T = obj => obj,
+  ) {}
+
+  static key(obj: { metadata?: { namespace?: string; name?: string } }): string {
+    return `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
+  }
+
+  // Read on every admission request, so kept ready-made: the items per namespace, and all items as
+  // one array (rebuilt lazily after a change). A request never scans or copies the whole cache.
+  private readonly byNamespace = new Map<string, Map<string, T>>();
+  private everything?: T[];
+
+  /** Applies one watch event; public so tests can feed the store directly. */
+  apply(received: T, phase: string): void {
+    const obj = this.keep(received);
+    const key = WatchedStore.key(obj);
+    const ns = obj.metadata?.namespace ?? "";
+    const previous = this.items.get(key);
+    if (previous && (previous.metadata?.namespace ?? "") !== ns)
+      this.byNamespace.get(previous.metadata?.namespace ?? "")?.delete(key);
+    if (phase === "DELETED") {
+      this.items.delete(key);
+      this.byNamespace.get(ns)?.delete(key);
+    } else {
+      this.items.set(key, obj);
+      let inNs = this.byNamespace.get(ns);
+      if (!inNs) this.byNamespace.set(ns, (inNs = new Map()));
+      inNs.set(key, obj);
+    }
+    this.everything = undefined;
+    for (const listener of this.listeners) listener(obj, phase);
+  }
+
+  /** Every item; the same array until the next change (callers must not modify it). */
+  all(): T[] {
+    return (this.everything ??= [...this.items.values()]);
+  }
+
+  async start(): Promise<void> {
+    const watcher = K8s<GenericClass, T>(this.model).Watch((obj, phase) => this.apply(obj, phase), {
+      resyncDelaySec: 2,
+    });
+    watcher.events.on(WatchEvent.LIST, () => {
+      this.synced = true;
+      this.lastError = undefined;
+    });
+    for (const ev of [WatchEvent.LIST_ERROR, WatchEvent.NETWORK_ERROR, WatchEvent.GIVE_UP]) {
+      watcher.events.on(ev, (err: unknown) => {
+        this.lastError = describeError(err);
+        this.log?.warn({ what: this.what, error: this.lastError }, "cluster cache: watch error");
+      });
+    }
+    await watcher.start();
+  }
+
+  inNamespace(namespace: string): T[] {
+    const inNs = this.byNamespace.get(namespace);
+    return inNs ? [...inNs.values()] : [];
+  }
+}

@@ -1,0 +1,122 @@
+// The Pepr front door alone: Pepr's own request objects in, Pepr's answers out, with the engine
+// behind (lib/pepr-adapter.ts). What it must add: nothing of its own but the translation.
+import { randomUUID } from "node:crypto";
+import { Capability, PeprMutateRequest, PeprValidateRequest } from "pepr";
+import type { KubernetesObject } from "kubernetes-fluent-client";
+import { HELLO_DENY_LABEL, HELLO_LABEL, helloPeprPolicy } from "../../hello-pepr";
+import { SnapshotCluster, type ClusterView } from "../../lib/cluster";
+import {
+  configureAdmission,
+  policiesOf,
+  policyActions,
+  sharedActions,
+} from "../../lib/pepr-adapter";
+import type { KubeObject } from "../../lib/pod";
+import type { Policy } from "../../lib/policy";
+import { defaultSettings } from "../../lib/settings";
+
+const NS = "pepr-demo";
+const pod = (labels: Record<string, string> = {}): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: "p", namespace: NS, labels },
+  spec: { containers: [{ name: "c", image: "nginx:1.25" }] },
+});
+const cluster = new SnapshotCluster([{ kind: "Namespace", metadata: { name: NS } }]);
+
+/** The AdmissionRequest Pepr hands its request classes. */
+function request(object: KubeObject, operation = "CREATE") {
+  return {
+    uid: randomUUID(),
+    kind: { group: "", version: "v1", kind: "Pod" },
+    resource: { group: "", version: "v1", resource: "pods" },
+    name: "p",
+    namespace: NS,
+    operation,
+    userInfo: { username: "admin" },
+    object,
+    dryRun: false,
+  } as unknown as ConstructorParameters<typeof PeprMutateRequest<KubernetesObject>>[0];
+}
+
+const configure = (policies: Policy[], view: ClusterView = cluster) =>
+  configureAdmission({ settings: defaultSettings(), cluster: view, policies });
+
+describe("the actions of a capability", () => {
+  const Hello = new Capability({ name: "hello-pepr", description: "test" });
+  const { mutatePod, validate } = policyActions(Hello, helloPeprPolicy);
+  beforeEach(() => configure([helloPeprPolicy]));
+
+  it("mutatePod fixes Pepr's copy of the pod in place and leaves the trace", async () => {
+    const req = new PeprMutateRequest(request(pod()));
+    await mutatePod(req);
+    expect(req.Raw.metadata?.labels?.[HELLO_LABEL]).toBe("true");
+    expect(req.Raw.metadata?.annotations?.["admission-guard.dev/fixed"]).toBe("hello-pepr/greet");
+  });
+
+  it("validate approves with the warnings the engine gives", async () => {
+    const fixed = new PeprMutateRequest(request(pod()));
+    await mutatePod(fixed);
+    const answer = await validate(new PeprValidateRequest(request(fixed.Raw as KubeObject)));
+    expect(answer).toEqual({
+      allowed: true,
+      warnings: ["admission-guard/hello-pepr: fixed greet"],
+    });
+  });
+
+  it("validate denies with the engine's message, in the one format", async () => {
+    const answer = await validate(
+      new PeprValidateRequest(request(pod({ [HELLO_DENY_LABEL]: "true" }))),
+    );
+    expect(answer.allowed).toBe(false);
+    expect(answer.statusMessage).toBe(
+      `admission-guard/hello-pepr: the pod carries ${HELLO_DENY_LABEL}=true, which asks to be refused. Fix: remove the label ${HELLO_DENY_LABEL} from metadata.labels`,
+    );
+  });
+
+  it("says what went wrong when the engine itself fails, instead of Pepr's empty error", async () => {
+    const broken = new SnapshotCluster([]);
+    broken.namespace = () => {
+      throw new Error("cache exploded");
+    };
+    configure([helloPeprPolicy], broken);
+    const answer = await validate(new PeprValidateRequest(request(pod())));
+    expect(answer.allowed).toBe(false);
+    expect(answer.statusMessage).toBe(
+      "admission-guard: internal error (cache exploded). Fix: report this bug; meanwhile label the namespace admission-guard.dev/mode=warn",
+    );
+  });
+});
+
+describe("the capabilities `check` reads", () => {
+  it("lists each capability's policy in capability order, capabilities without one left out", () => {
+    const first = new Capability({ name: "first", description: "" });
+    const shared = new Capability({ name: "shared", description: "" });
+    const second = new Capability({ name: "second", description: "" });
+    const p1 = { name: "first", description: "" };
+    const p2 = { name: "second", description: "" };
+    policyActions(second, p2);
+    policyActions(first, p1);
+    expect(policiesOf([first, shared, second])).toEqual([p1, p2]);
+  });
+
+  it("the shared Pod validation answers for every configured policy at once", async () => {
+    const other: Policy = {
+      name: "other",
+      description: "",
+      check: () => ({
+        changes: [],
+        violations: [{ rule: "always", message: "no", fix: "nothing" }],
+        warnings: [],
+      }),
+    };
+    configure([helloPeprPolicy, other]);
+    const answer = await sharedActions().validatePod(
+      new PeprValidateRequest(request(pod({ [HELLO_DENY_LABEL]: "true" }))),
+    );
+    expect(answer.statusMessage?.split("; ").map(m => m.split(":")[0])).toEqual([
+      "admission-guard/hello-pepr",
+      "admission-guard/other",
+    ]);
+  });
+});
