@@ -13,15 +13,7 @@
 // joins them. The front doors only translate.
 import type { ClusterView } from "./cluster";
 import { containersChanged, isPod, isWorkload, podTemplateOf, type KubeObject } from "./pod";
-import type {
-  Operation,
-  Policy,
-  PodTarget,
-  RuleChange,
-  RuleContext,
-  RuleFindings,
-  RuleViolation,
-} from "./policy";
+import type { Operation, Policy, PodTarget, RuleContext, RuleFindings } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "./settings";
 import {
   emptyFindings,
@@ -636,6 +628,3 @@ export async function review(
     handled,
   };
 }
-
-/** What a rule returns, for the engine to stamp: re-exported for rule authors. */
-export type { RuleChange, RuleViolation };

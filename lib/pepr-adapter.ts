@@ -53,10 +53,17 @@ function inputOf(req: Request): AdmissionInput {
 }
 
 async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Policy[]) {
-  const result = await mutate(inputOf(req), configured(), acting);
-  for (const e of result.errors)
-    Log.error({ capability: e.capability, uid: req.Request.uid }, e.message);
-  for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
+  try {
+    const result = await mutate(inputOf(req), configured(), acting);
+    for (const e of result.errors)
+      Log.error({ capability: e.capability, uid: req.Request.uid }, e.message);
+    for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
+  } catch (e) {
+    // A throw here would make Pepr (onError: reject) refuse the pod with no word of why; the
+    // validating webhook says it instead (its own call fails the same way, with the reason).
+    const reason = e instanceof Error ? e.message : String(e);
+    Log.error({ error: reason, capabilities: acting.map(p => p.name) }, "mutation failed");
+  }
 }
 
 async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: Policy[]) {

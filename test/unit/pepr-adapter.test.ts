@@ -74,6 +74,17 @@ describe("the actions of a capability", () => {
     );
   });
 
+  it("a mutation that fails inside does not throw to Pepr (which would refuse without a word)", async () => {
+    const broken = new SnapshotCluster([]);
+    broken.namespace = () => {
+      throw new Error("cache exploded");
+    };
+    configure([helloPeprPolicy], broken);
+    const req = new PeprMutateRequest(request(pod()));
+    await expect(mutatePod(req)).resolves.toBeUndefined();
+    expect(req.Raw.metadata?.labels?.[HELLO_LABEL]).toBeUndefined();
+  });
+
   it("says what went wrong when the engine itself fails, instead of Pepr's empty error", async () => {
     const broken = new SnapshotCluster([]);
     broken.namespace = () => {
