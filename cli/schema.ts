@@ -40,24 +40,29 @@ const KINDS: Record<string, string> = {
 
 // One generated file per model, loaded on demand: the package index pulls in the whole client.
 const MODELS = join(dirname(require.resolve("@kubernetes/client-node")), "gen", "models");
-const models = new Map<string, Model | undefined>();
 
 function modelOf(type: string): Model | undefined {
-  if (models.has(type)) return models.get(type);
-  let model: Model | undefined;
   const file = join(MODELS, `${type}.js`);
-  if (/^\w+$/.test(type) && existsSync(file)) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const candidate = (require(file) as Record<string, unknown>)[type];
-    if (typeof candidate === "function" && "getAttributeTypeMap" in candidate)
-      model = candidate as unknown as Model;
-  }
-  models.set(type, model);
-  return model;
+  if (!/^\w+$/.test(type) || !existsSync(file)) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const candidate = (require(file) as Record<string, unknown>)[type];
+  return typeof candidate === "function" && "getAttributeTypeMap" in candidate
+    ? (candidate as unknown as Model)
+    : undefined;
 }
 
-const fieldsOf = (type: string) =>
-  new Map((modelOf(type)?.getAttributeTypeMap() ?? []).map(a => [a.baseName, a.type]));
+// Asked for every object node of every manifest: each type's fields are read once.
+const fieldsByType = new Map<string, Map<string, string>>();
+
+/** A type's fields (name → type); empty for a type that is not a model (a string, a map). */
+function fieldsOf(type: string): Map<string, string> {
+  let fields = fieldsByType.get(type);
+  if (!fields) {
+    fields = new Map((modelOf(type)?.getAttributeTypeMap() ?? []).map(a => [a.baseName, a.type]));
+    fieldsByType.set(type, fields);
+  }
+  return fields;
+}
 
 /** Where a field that is not in one type may belong instead: its sibling, and how to say where. */
 const SIBLINGS: Record<string, { type: string; what: string; at: (parent: string) => string }> = {

@@ -71,6 +71,8 @@ export interface Answer {
   violations: Violation[];
   /** A workload: the fixes its pods will get when they are created. */
   pending: Change[];
+  /** A workload: a copy with its pod template fixed by every policy, as its pods will be. */
+  predicted?: KubeObject;
   events: DecisionEvent[];
 }
 
@@ -142,34 +144,43 @@ function stampFindings(policy: Policy, found: RuleFindings): Findings {
   };
 }
 
-function internalError(policy: Policy, stage: string, reason: string): Violation {
+function internalError(capability: string, stage: string, reason: string): Violation {
   return {
-    capability: policy.name,
+    capability,
     rule: "internal-error",
     message: `the ${stage} step failed on this object (${reason})`,
     fix: `check the object is well-formed; if it is, report this bug and meanwhile set the namespace to warn mode: kubectl label namespace <ns> ${NS_KEYS.mode}=warn --overwrite`,
   };
 }
 
-const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** What a thrown value says, for messages and logs. */
+export const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** Runs the policies' fixes on a pod spec in place. Errors become violations, never exceptions. */
+/** A fix that threw: the capability and what it said. */
+interface FixFailure {
+  capability: string;
+  reason: string;
+}
+
+const fixFailureViolation = (f: FixFailure) => internalError(f.capability, "fix", f.reason);
+
+/** Runs the policies' fixes on a pod spec in place. A fix that throws is recorded, never rethrown. */
 async function runFixes(
   policies: Policy[],
   target: PodTarget,
   ctx: RuleContext,
-): Promise<{ changes: Change[]; errors: Violation[] }> {
+): Promise<{ changes: Change[]; failures: FixFailure[] }> {
   const changes: Change[] = [];
-  const errors: Violation[] = [];
+  const failures: FixFailure[] = [];
   for (const policy of policies) {
     if (!policy.fix || !policyApplies(policy, ctx)) continue;
     try {
       changes.push(...stamped(policy, await policy.fix(target, ctx)));
     } catch (e) {
-      errors.push(internalError(policy, "fix", reasonOf(e)));
+      failures.push({ capability: policy.name, reason: reasonOf(e) });
     }
   }
-  return { changes, errors };
+  return { changes, failures };
 }
 
 /** Whether a workload's own template is fixed when it is applied (see mutate). */
@@ -199,11 +210,11 @@ export async function mutate(
   const obj = request.object;
   const ctx = contextOf(request, deps);
   const template = podTemplateOf(obj);
-  let result = { changes: [] as Change[], errors: [] as Violation[] };
+  let result = { changes: [] as Change[], failures: [] as FixFailure[] };
   if (template && isPod(obj) && request.operation === "CREATE") {
     result = await runFixes(acting, { object: obj, template, isTemplate: false }, ctx);
     recordFixes(obj, result.changes);
-    recordFixFailures(obj, result.errors);
+    recordFixFailures(obj, result.failures);
   } else if (template && templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
     const target = { object: obj, template, isTemplate: true, applied: true };
     result = await runFixes(acting, target, ctx);
@@ -214,7 +225,7 @@ export async function mutate(
     outcome: "fixed",
     rule: c.rule,
   }));
-  return { ...result, events };
+  return { changes: result.changes, errors: result.failures.map(fixFailureViolation), events };
 }
 
 /** Adds `capability/rule` entries to the object's trace annotation; sorted and deduplicated so re-runs are stable. */
@@ -250,35 +261,31 @@ export function recordedFixes(obj: KubeObject): Map<string, string[]> {
   return out;
 }
 
-/** The trace annotation's summary as warnings: `admission-guard/<capability>: fixed rule, rule`. */
+/** One capability's line of the trace: `admission-guard/<capability>: fixed rule, rule`. */
+const fixedNote = (capability: string, rules: string[]) =>
+  formatNote(capability, `fixed ${rules.join(", ")}`);
+
+/** The trace annotation's summary as warnings, for these policies in their order. */
 export function fixedNotes(fixed: Map<string, string[]>, policies: Policy[]): string[] {
   return policies.flatMap(p => {
     const rules = fixed.get(p.name);
-    return rules?.length ? [formatNote(p.name, `fixed ${rules.join(", ")}`)] : [];
+    return rules?.length ? [fixedNote(p.name, rules)] : [];
   });
 }
 
-/** The changes' summary as answer() words it from the trace annotation (for reports). */
+/** The changes' summary as answer() words it, through the same trace annotation (for reports). */
 export function fixedNotesOf(changes: Change[]): string[] {
   const traced: KubeObject = {};
   recordFixes(traced, changes);
-  const fixed = recordedFixes(traced);
-  return fixedNotes(
-    fixed,
-    [...fixed.keys()].map(name => ({ name }) as Policy),
-  );
+  return [...recordedFixes(traced)].map(([capability, rules]) => fixedNote(capability, rules));
 }
 
 /** Fixes that threw, by capability, in an annotation: the mutating webhook cannot deny with a message. */
-function recordFixFailures(obj: KubeObject, errors: Violation[]): void {
-  if (!errors.length) return;
+function recordFixFailures(obj: KubeObject, failures: FixFailure[]): void {
+  if (!failures.length) return;
   const annotations = ((obj.metadata ??= {}).annotations ??= {});
   const failed = recordedFixFailures(obj);
-  for (const e of errors)
-    failed.set(
-      e.capability,
-      e.message.replace(/^the fix step failed on this object \((.*)\)$/, "$1"),
-    );
+  for (const f of failures) failed.set(f.capability, f.reason);
   annotations[NS_KEYS.fixFailed] = JSON.stringify(Object.fromEntries([...failed].sort()));
 }
 
@@ -298,7 +305,7 @@ interface Simulation {
   copy: KubeObject;
   target: PodTarget;
   changes: Change[];
-  errors: Violation[];
+  failures: FixFailure[];
 }
 
 /** A copy of a workload whose pod template has had every policy's fix applied: its pods as they will run. */
@@ -310,8 +317,7 @@ async function simulateWorkload(
   if (!podTemplateOf(workload)) return undefined;
   const copy = copyWithOwnTemplate(workload);
   const target: PodTarget = { object: copy, template: podTemplateOf(copy)!, isTemplate: true };
-  const { changes, errors } = await runFixes(allPolicies, target, ctx);
-  return { copy, target, changes, errors };
+  return { copy, target, ...(await runFixes(allPolicies, target, ctx)) };
 }
 
 /**
@@ -350,7 +356,7 @@ async function validate(
       const template = podTemplateOf(obj);
       const failed = recordedFixFailures(obj).get(policy.name);
       if (failed !== undefined && ctx.operation === "CREATE")
-        findings.violations.push(internalError(policy, "fix", failed));
+        findings.violations.push(internalError(policy.name, "fix", failed));
       if (!template) {
         if (speaksFirst(policy, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no spec"));
@@ -364,7 +370,8 @@ async function validate(
           findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
         findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
-        findings.violations.push(...simulation.errors.filter(v => v.capability === policy.name));
+        for (const f of simulation.failures)
+          if (f.capability === policy.name) findings.violations.push(fixFailureViolation(f));
         if (policy.check) {
           const found = await policy.check(simulation.copy, simulation.target, ctx);
           mergeFindings(findings, stampFindings(policy, found));
@@ -374,7 +381,7 @@ async function validate(
       mergeFindings(findings, stampFindings(policy, await policy.check(obj, undefined, ctx)));
     }
   } catch (e) {
-    findings.violations.push(internalError(policy, "check", reasonOf(e)));
+    findings.violations.push(internalError(policy.name, "check", reasonOf(e)));
   }
   return findings;
 }
@@ -405,16 +412,22 @@ async function validateAll(
   obj: KubeObject,
   ctx: RuleContext,
   allPolicies: Policy[],
-): Promise<Findings> {
+): Promise<Validation> {
   const old = ctx.oldObject;
   if (ctx.operation !== "UPDATE" || !isPod(obj) || !old || !isPod(old))
     return validateEach(acting, obj, ctx, allPolicies);
-  if (!containersChanged(obj, old)) return emptyFindings();
+  if (!containersChanged(obj, old)) return { findings: emptyFindings() };
   const [now, before] = await Promise.all([
     validateEach(acting, obj, ctx, allPolicies),
     validateEach(acting, old, ctx, allPolicies),
   ]);
-  return newFindings(now, before);
+  return { findings: newFindings(now.findings, before.findings) };
+}
+
+/** The findings, and for a workload the simulation they were judged on. */
+interface Validation {
+  findings: Findings;
+  simulation?: Simulation;
 }
 
 async function validateEach(
@@ -422,13 +435,13 @@ async function validateEach(
   obj: KubeObject,
   ctx: RuleContext,
   allPolicies: Policy[],
-): Promise<Findings> {
+): Promise<Validation> {
   // A workload's template is fixed once, with every policy, for all the acting ones.
   const simulation = isWorkload(obj) ? await simulateWorkload(allPolicies, obj, ctx) : undefined;
   const findings = emptyFindings();
   for (const p of acting)
     mergeFindings(findings, await validate(p, obj, ctx, allPolicies, simulation));
-  return findings;
+  return { findings, simulation };
 }
 
 /** The findings of `now` that `before` did not have, word for word. */
@@ -512,7 +525,7 @@ export async function answer(
   };
   if (!active.length || !judgesKind(acting, obj)) return none;
 
-  const findings = await validateAll(acting, obj, ctx, deps.policies);
+  const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies);
   if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
   const decision = decide(findings, mode);
   const warnings = [...decision.warnings];
@@ -537,6 +550,7 @@ export async function answer(
     warnings,
     violations: findings.violations,
     pending,
+    predicted: simulation?.copy,
     events,
   };
 }
@@ -612,12 +626,10 @@ export async function review(
     answers.push(await answer(request, deps, acting));
 
   const handled = answers.some(a => a.handled);
-  let result = object;
-  if (isWorkload(input) && !templateIsFixed(input, deps.settings)) {
-    // Not mutated: the workload as its pods will be, predicted on a copy of its template.
-    const simulation = await simulateWorkload(policies, input, ctx);
-    result = simulation?.copy ?? input;
-  }
+  // A workload not mutated is shown as its pods will be: the copy its validation was judged on.
+  const predicted = answers.find(a => a.predicted)?.predicted;
+  const result =
+    isWorkload(input) && !templateIsFixed(input, deps.settings) ? (predicted ?? input) : object;
   return {
     ...base,
     allowed: answers.every(a => a.allowed),

@@ -6,7 +6,7 @@
 import type { Capability, PeprMutateRequest, PeprValidateRequest } from "pepr";
 import { Log } from "pepr";
 import type { KubernetesObject } from "kubernetes-fluent-client";
-import { answer, mutate, type AdmissionInput, type EngineDeps } from "./engine";
+import { answer, mutate, reasonOf, type AdmissionInput, type EngineDeps } from "./engine";
 import { recordDecision } from "./metrics";
 import type { KubeObject } from "./pod";
 import type { Operation, Policy } from "./policy";
@@ -61,8 +61,7 @@ async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Poli
   } catch (e) {
     // A throw here would make Pepr (onError: reject) refuse the pod with no word of why; the
     // validating webhook says it instead (its own call fails the same way, with the reason).
-    const reason = e instanceof Error ? e.message : String(e);
-    Log.error({ error: reason, capabilities: acting.map(p => p.name) }, "mutation failed");
+    Log.error({ error: reasonOf(e), capabilities: acting.map(p => p.name) }, "mutation failed");
   }
 }
 
@@ -87,7 +86,7 @@ async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: 
     return req.Deny(result.denials.join("; "), 403, warnings);
   } catch (e) {
     // Pepr would turn a thrown error into "Action failed with error: {}"; say what happened instead.
-    const reason = e instanceof Error ? e.message : String(e);
+    const reason = reasonOf(e);
     Log.error({ error: reason, capabilities: acting.map(p => p.name) }, "validation failed");
     return req.Deny(
       `admission-guard: internal error (${reason}). Fix: report this bug; meanwhile label the namespace admission-guard.dev/mode=warn`,

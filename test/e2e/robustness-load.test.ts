@@ -1,9 +1,10 @@
 // 10,000 admission requests at concurrency 100 through the real controller, over HTTPS with
 // keep-alive as the API server sends them: every one answered, with its own uid, without errors.
 import { randomUUID } from "node:crypto";
-import { Agent, request } from "node:https";
+import { Agent } from "node:https";
 import { podCreateReview, workloadReview, type AdmissionReview } from "../support/admission";
 import { useEnvironment } from "../support/environment";
+import { sendHttps } from "../support/https";
 import { clusterObjects, demoDeployment, demoPod, seedPods } from "./cases";
 
 const env = useEnvironment({ objects: clusterObjects });
@@ -21,24 +22,15 @@ function templates(): { path: "mutate" | "validate"; review: AdmissionReview }[]
   ];
 }
 
-function post(agent: Agent, path: string, body: string): Promise<{ status: number; body: string }> {
-  return new Promise((ok, fail) => {
-    const req = request(
-      `${env.controller.url}${path}`,
-      { method: "POST", agent, headers: { "Content-Type": "application/json" }, timeout: 30_000 },
-      res => {
-        const chunks: Buffer[] = [];
-        res.on("data", c => chunks.push(c));
-        res.on("end", () =>
-          ok({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
-        );
-        res.on("error", fail);
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error("request timed out")));
-    req.on("error", fail);
-    req.end(body);
+async function post(agent: Agent, path: string, body: string) {
+  const reply = await sendHttps(`${env.controller.url}${path}`, {
+    method: "POST",
+    agent,
+    headers: { "Content-Type": "application/json" },
+    body,
+    timeoutMs: 30_000,
   });
+  return { status: reply.status, body: reply.text };
 }
 
 it(`answers ${TOTAL} requests at concurrency ${CONCURRENCY}: no errors, none dropped`, async () => {

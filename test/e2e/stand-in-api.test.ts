@@ -1,9 +1,10 @@
 // The stand-in API on its own (no controller): what the harness promises other suites.
 import { K8s, kind } from "kubernetes-fluent-client";
-import { Agent, request } from "node:https";
+import { Agent } from "node:https";
 import type { KubeObject } from "../../lib/pod";
 import { serviceAccountUser } from "../../lib/rbac";
 import { requestAttributes } from "../support/authorization";
+import { sendHttps } from "../support/https";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
 import { eventually } from "../support/wait";
 
@@ -25,7 +26,7 @@ afterAll(async () => {
   await api.stop();
 });
 
-function call(
+async function call(
   method: string,
   path: string,
   body?: unknown,
@@ -33,17 +34,15 @@ function call(
   to = api,
   token?: string,
 ) {
-  return new Promise<{ status: number; json: KubeObject }>((ok, fail) => {
-    const headers: Record<string, string> = { "Content-Type": contentType };
-    if (token) headers.Authorization = `Bearer ${token}`;
-    const req = request(to.url + path, { method, agent, headers }, res => {
-      let text = "";
-      res.on("data", c => (text += c));
-      res.on("end", () => ok({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
-    });
-    req.on("error", fail);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
+  const headers: Record<string, string> = { "Content-Type": contentType };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const reply = await sendHttps(to.url + path, {
+    method,
+    agent,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
+  return { status: reply.status, json: reply.json as KubeObject };
 }
 
 describe("stand-in API", () => {

@@ -4,11 +4,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { Agent, request } from "node:https";
+import { Agent } from "node:https";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { AdmissionReview } from "./admission";
 import type { TestCerts } from "./certs";
+import { sendHttps } from "./https";
 
 export const REPO_ROOT = resolve(__dirname, "../..");
 
@@ -154,34 +155,11 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const agent = new Agent({ keepAlive: true, ca: api.certs.caPem, maxSockets: 64 });
   const url = `https://127.0.0.1:${port}`;
 
-  function call(method: string, path: string, body?: string | Buffer, contentType?: string) {
-    return new Promise<HttpResult>((ok, fail) => {
-      const req = request(
-        url + path,
-        {
-          method,
-          agent,
-          headers: body === undefined ? {} : { "Content-Type": contentType ?? "application/json" },
-        },
-        res => {
-          const chunks: Buffer[] = [];
-          res.on("data", c => chunks.push(c));
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
-            let json: unknown;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            ok({ status: res.statusCode ?? 0, body: text, json });
-          });
-          res.on("error", fail);
-        },
-      );
-      req.on("error", fail);
-      req.end(body);
-    });
+  async function call(method: string, path: string, body?: string | Buffer, contentType?: string) {
+    const headers: Record<string, string> =
+      body === undefined ? {} : { "Content-Type": contentType ?? "application/json" };
+    const reply = await sendHttps(url + path, { method, agent, headers, body });
+    return { status: reply.status, body: reply.text, json: reply.json } satisfies HttpResult;
   }
 
   async function admission(kind: "mutate" | "validate", review: AdmissionReview) {

@@ -50,6 +50,7 @@ import {
   type RequestAttributes,
 } from "./authorization";
 import { createTestCerts, type TestCerts } from "./certs";
+import { kubeconfigYaml } from "./kubeconfig";
 import { isRecord } from "../../lib/record";
 
 export interface ResourceType {
@@ -599,31 +600,9 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
 
   const dir = mkdtempSync(join(tmpdir(), "admission-guard-stand-in-"));
   const kubeconfigPath = join(dir, "kubeconfig");
-  const trust = options.http
-    ? "insecure-skip-tls-verify: true"
-    : `certificate-authority-data: ${Buffer.from(certs.caPem).toString("base64")}`;
   writeFileSync(
     kubeconfigPath,
-    [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters:",
-      "- name: stand-in",
-      "  cluster:",
-      `    server: ${url}`,
-      `    ${trust}`,
-      "users:",
-      "- name: stand-in",
-      "  user:",
-      `    token: ${TOKEN}`,
-      "contexts:",
-      "- name: stand-in",
-      "  context:",
-      "    cluster: stand-in",
-      "    user: stand-in",
-      "current-context: stand-in",
-      "",
-    ].join("\n"),
+    kubeconfigYaml(url, options.http ? undefined : certs.caPem, { token: TOKEN }),
   );
 
   const api: StandInApi = {

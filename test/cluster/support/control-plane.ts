@@ -23,7 +23,8 @@ import { join } from "node:path";
 import { createCertificateAuthority, issueCertificate } from "../../support/certs";
 import { captureOutput } from "../../support/controller";
 import { findBinaries, HOW_TO_GET_THEM } from "./binaries";
-import { KubeClient, kubeconfigYaml, type Credentials } from "./kube-client";
+import { kubeconfigYaml, type Credentials } from "../../support/kubeconfig";
+import { KubeClient } from "./kube-client";
 
 /** What a test process needs to reach a running control plane (written by globalSetup). */
 export interface ControlPlaneInfo {

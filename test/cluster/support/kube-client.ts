@@ -1,11 +1,10 @@
 // A small REST client for the real API server in the cluster suite: JSON in, JSON out, the HTTP
 // status and the API server's warnings kept, errors not thrown (tests assert on them). Admin uses
 // a client certificate; the module's controller a ServiceAccount token (see module.ts).
-import { Agent, request } from "node:https";
-import { stringify } from "yaml";
+import { Agent } from "node:https";
 import type { KubeObject } from "../../../lib/pod";
-
-export type Credentials = { certPem: string; keyPem: string } | { token: string };
+import { sendHttps } from "../../support/https";
+import type { Credentials } from "../../support/kubeconfig";
 
 export interface KubeResponse<T = KubeObject> {
   status: number;
@@ -20,30 +19,6 @@ export const statusMessage = (res: KubeResponse): string =>
   typeof (res.body as { message?: unknown })?.message === "string"
     ? (res.body as { message: string }).message
     : "";
-
-/** A kubeconfig for one user of the cluster, as kubectl and kubernetes-fluent-client read it. */
-export function kubeconfigYaml(server: string, caPem: string, credentials: Credentials): string {
-  const user =
-    "token" in credentials
-      ? { token: credentials.token }
-      : {
-          "client-certificate-data": Buffer.from(credentials.certPem).toString("base64"),
-          "client-key-data": Buffer.from(credentials.keyPem).toString("base64"),
-        };
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: "loopback",
-        cluster: { server, "certificate-authority-data": Buffer.from(caPem).toString("base64") },
-      },
-    ],
-    users: [{ name: "user", user }],
-    contexts: [{ name: "loopback", context: { cluster: "loopback", user: "user" } }],
-    "current-context": "loopback",
-  });
-}
 
 // "299 - \"text\"": the text between the quotes, unescaped.
 function warningText(header: string): string {
@@ -66,7 +41,7 @@ export class KubeClient {
     });
   }
 
-  raw(
+  async raw(
     method: string,
     path: string,
     body?: unknown,
@@ -76,30 +51,16 @@ export class KubeClient {
     const headers: Record<string, string> = { Accept: "application/json" };
     if (payload !== undefined) headers["Content-Type"] = contentType;
     if ("token" in this.credentials) headers.Authorization = `Bearer ${this.credentials.token}`;
-    return new Promise((ok, fail) => {
-      const req = request(this.server + path, { method, agent: this.agent, headers }, res => {
-        const chunks: Buffer[] = [];
-        res.on("data", c => chunks.push(c));
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
-          }
-          const header = res.headers.warning;
-          const warnings = (Array.isArray(header) ? header : header ? [header] : []).map(
-            warningText,
-          );
-          ok({ status: res.statusCode ?? 0, body: parsed as KubeObject, warnings, text });
-        });
-        res.on("error", fail);
-      });
-      req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${path}: no answer in 30 s`)));
-      req.on("error", fail);
-      req.end(payload);
+    const reply = await sendHttps(this.server + path, {
+      method,
+      agent: this.agent,
+      headers,
+      body: payload,
+      timeoutMs: 30_000,
     });
+    const header = reply.headers.warning;
+    const warnings = (Array.isArray(header) ? header : header ? [header] : []).map(warningText);
+    return { status: reply.status, body: reply.json as KubeObject, warnings, text: reply.text };
   }
 
   get(path: string) {

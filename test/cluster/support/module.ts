@@ -15,7 +15,8 @@ import type { KubeObject } from "../../../lib/pod";
 import { createTestCerts, type TestCerts } from "../../support/certs";
 import { bundlePath, freePort, startController, type Controller } from "../../support/controller";
 import { moduleYamlPath } from "../../support/module-rbac";
-import { KubeClient, kubeconfigYaml, pathOf, statusMessage } from "./kube-client";
+import { kubeconfigYaml } from "../../support/kubeconfig";
+import { KubeClient, pathOf, statusMessage } from "./kube-client";
 
 const WEBHOOK_KINDS = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"];
 /** What the module needs to run in a cluster, besides its Deployment, Service and Secrets. */
