@@ -29,6 +29,8 @@ export const HELLO_DENY_LABEL = "hello.admission-guard.dev/deny";
 export const helloPeprPolicy: Policy = {
   // Every message says "admission-guard/hello-pepr: ...", so users know who fixed or denied what.
   name: "hello-pepr",
+  // Every rule its check may deny under: what an Exemption may waive and a PolicyReport lists.
+  rules: ["no-deny-label"],
   description: "Demo: greets pods in the pepr-demo namespace and refuses those that ask for it",
   // Acts only here. Leave it out to act in every namespace (system namespaces are always skipped).
   namespaces: ["pepr-demo"],

@@ -8,6 +8,12 @@ import { LiveCluster } from "./lib/cluster-live";
 import { configureAdmission } from "./lib/pepr-adapter";
 import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
+import { installExemptionCrd } from "./lib/crds";
+import type { EngineDeps } from "./lib/engine";
+import { FixEvents } from "./lib/events";
+import { LiveReportStore, writeEvent } from "./lib/reports/live-store";
+import { ReportScanner } from "./lib/reports/scanner";
+import { configureBackground } from "./lib/reports/watcher";
 
 // `pepr build` loads this module to read its bindings (see moduleEnvironment for where settings
 // come from then). The one setting that changes bindings, and so the webhook rules, is
@@ -31,20 +37,69 @@ if (!building && settings.workloads.mutate && !settingsFromEnv(controllerEnv).wo
   Log.warn(
     "workloads.mutate is on, but not in package.json pepr.env: unless the module was built with it on, its webhook does not send workloads to be mutated (set it there and rebuild)",
   );
+// Pepr runs this module twice when deployed: the admission controller, and the watcher
+// (PEPR_WATCH_MODE=true) whose Watch bindings feed the reports (capabilities/reports).
+const watcher = process.env.PEPR_WATCH_MODE === "true";
 const cluster = new LiveCluster(Log, {
-  serviceAccountFor: ns => serviceAccountForNewNamespace(ns, settings),
+  exemptionsNamespace: settings.exemptions.enabled ? settings.exemptions.namespace : undefined,
+  // New namespaces get their ServiceAccount from the admission controller only.
+  serviceAccountFor: watcher ? undefined : ns => serviceAccountForNewNamespace(ns, settings),
 });
-// The caches live in the admission process (not in a Watch binding, which runs in the watcher pod).
-// At build time Pepr only loads the module to read its bindings: no cluster then.
-if (!building && process.env.PEPR_WATCH_MODE !== "true") cluster.start();
+// The caches live in each process that judges (not in a Watch binding, which runs in the watcher
+// pod only). At build time Pepr only loads the module to read its bindings: no cluster then.
+if (!building) {
+  cluster.start();
+  // Ours to apply at every start, as Pepr applies its PeprStore CRD (lib/crds.ts).
+  if (!watcher) void installExemptionCrd(Log);
+}
 
 // Before Pepr builds its server: reviews up to the API server's sizes reach our payload-size rules
 // instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
 if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
 
 // Each policy area is a Pepr capability (capabilities/index.ts); their actions answer with these.
-configureAdmission({ settings, cluster, policies });
+const deps = { settings, cluster, policies };
+configureAdmission(deps);
+// The report scan and the Events run where Pepr runs the Watch bindings: the watcher (and `pepr dev`).
+if (!building && (watcher || process.env.PEPR_MODE === "dev"))
+  configureBackground(backgroundFor(deps));
 const module = new PeprModule(cfg, capabilities, { deferStart: true });
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
 if (!building) module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));
+
+/** The watcher's report scan and fix Events, each off when its setting says so. */
+function backgroundFor(deps: EngineDeps) {
+  const { reports, events } = deps.settings;
+  const scanner = reports.enabled
+    ? new ReportScanner(() => deps, new LiveReportStore(), {
+        intervalMs: reports.intervalSeconds * 1000,
+        maxResults: reports.maxResults,
+        log: Log,
+      })
+    : undefined;
+  if (scanner) {
+    // What the objects are judged with changed: a namespace's labels, an Exemption, a cache synced.
+    cluster.namespaces.listeners.push(ns => scanner.rejudgeSoon(ns.metadata?.name ?? ""));
+    cluster.exemptionStore?.listeners.push(() => scanner.rejudgeSoon());
+    for (const store of [
+      cluster.namespaces,
+      cluster.quotas,
+      cluster.nodeStore,
+      cluster.exemptionStore,
+    ])
+      store?.listListeners.push(() => scanner.rejudgeSoon());
+  }
+  return {
+    scanner,
+    events: events.enabled
+      ? new FixEvents({
+          perSecond: events.perSecond,
+          write: writeEvent,
+          policies: () => deps.policies,
+          instance: process.env.HOSTNAME,
+          log: Log,
+        })
+      : undefined,
+  };
+}

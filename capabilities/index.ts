@@ -6,10 +6,12 @@
 import { HelloPepr } from "../hello-pepr";
 import { policiesOf } from "../lib/pepr-adapter";
 import type { Policy } from "../lib/policy";
+import { Exemptions } from "./exemptions";
 import { ImageRegistry } from "./image-registry";
 import { Labels } from "./labels";
 import { PayloadSize } from "./payload-size";
 import { Pods } from "./pods";
+import { Reports } from "./reports";
 import { ResourceQuota } from "./resource-quota";
 import { SecurityContext } from "./security-context";
 import { ServiceAccount } from "./service-account";
@@ -23,9 +25,13 @@ export const capabilities = [
   ResourceQuota,
   PayloadSize,
   HelloPepr,
+  // Judges Exemptions as they are written; the engine applies them to every capability above.
+  Exemptions,
   // Last: Pods and workload templates, judged with the policies of every capability above.
   Pods,
   Workloads,
+  // Pepr's watcher, not the admission path: PolicyReports of what runs, Events on pods fixed.
+  Reports,
 ];
 
 /** The pure policies of these capabilities, in order: what `check` and the engine run. */

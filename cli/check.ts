@@ -21,7 +21,14 @@ import {
   STDIN,
   type ManifestFile,
 } from "./manifests";
-import { styleFor, textBlock, textSummary, toJson, type Checked } from "./report";
+import {
+  policyReportsYaml,
+  styleFor,
+  textBlock,
+  textSummary,
+  toJson,
+  type Checked,
+} from "./report";
 import { schemaProblems } from "./schema";
 
 export const CHECK_USAGE = `Usage: admission-guard check [options] FILE|DIR|- ...
@@ -35,9 +42,11 @@ Options:
       --settings FILE      admission-guard settings (YAML or JSON, the module's keys)
       --cluster FILE|DIR   cluster objects as kubectl get -o yaml prints them: Namespaces (their
                            mode and policy labels), ResourceQuotas, LimitRanges, Nodes,
-                           ServiceAccounts, RBAC. Repeatable.
+                           ServiceAccounts, RBAC, Exemptions. Repeatable.
       --operation OP       CREATE (default) or UPDATE
-  -o, --output FORMAT      text (default) or json (one object per line)
+  -o, --output FORMAT      text (default), json (one object per line), or policyreport (a
+                           wgpolicyk8s.io/v1alpha2 PolicyReport per namespace, as YAML: what the
+                           watcher writes in the cluster for the objects that run)
       --fix                write the fixed manifests back to their files (stdin: to stdout)
   -h, --help               this help
 
@@ -46,13 +55,16 @@ Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or par
 
 export class UsageError extends Error {}
 
+const OUTPUT_FORMATS = ["text", "json", "policyreport"] as const;
+type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
 interface CheckOptions {
   inputs: string[];
   namespace: string;
   settingsFile?: string;
   clusterPaths: string[];
   operation: Operation;
-  output: "text" | "json";
+  output: OutputFormat;
   fix: boolean;
   help: boolean;
 }
@@ -81,8 +93,8 @@ export function parseCheckArgs(argv: string[]): CheckOptions {
   const operation = values.operation.toUpperCase();
   if (operation !== "CREATE" && operation !== "UPDATE")
     throw new UsageError(`--operation must be CREATE or UPDATE, not "${values.operation}"`);
-  if (values.output !== "text" && values.output !== "json")
-    throw new UsageError(`--output must be text or json, not "${values.output}"`);
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(values.output))
+    throw new UsageError(`--output must be ${OUTPUT_FORMATS.join(", ")}, not "${values.output}"`);
   if (!values.namespace) throw new UsageError("--namespace must not be empty");
   if (values.cluster.includes("-"))
     throw new UsageError("--cluster reads files or directories, not stdin");
@@ -94,7 +106,7 @@ export function parseCheckArgs(argv: string[]): CheckOptions {
     settingsFile: values.settings,
     clusterPaths: values.cluster,
     operation,
-    output: values.output,
+    output: values.output as OutputFormat,
     fix: values.fix,
     help: values.help,
   };
@@ -236,6 +248,8 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const report = fixesToStdout ? io.stderr : io.stdout;
   if (opts.output === "json") {
     for (const c of results) report.write(JSON.stringify(toJson(c)) + "\n");
+  } else if (opts.output === "policyreport") {
+    report.write(policyReportsYaml(results, { settings, cluster, policies: io.policies }));
   } else {
     const style = styleFor(Boolean(report.isTTY) && !io.env.NO_COLOR);
     for (const c of results.filter(c => c.review.handled)) report.write(textBlock(c, style) + "\n");

@@ -1,8 +1,16 @@
 // How `check` prints its results: a compact text report for people, or one JSON object per line
 // for machines. Both come from the engine's Review, so they say what the webhook would say.
+import { stringify } from "yaml";
 import { formatViolation, type Change, type Violation } from "../lib/verdict";
-import { fixedNotesOf, pendingWarnings, type Review } from "../lib/engine";
+import { fixedNotesOf, pendingWarnings, type ContextInput, type Review } from "../lib/engine";
 import { isPod, type KubeObject } from "../lib/pod";
+import type { Policy } from "../lib/policy";
+import {
+  buildReport,
+  judgingPolicies,
+  objectResults,
+  type ObjectResults,
+} from "../lib/reports/policy-report";
 import { describeSource, type Source } from "./manifests";
 
 export interface Checked {
@@ -97,6 +105,8 @@ export function textBlock({ source, review: r }: Checked, style: Style): string 
     ...(workload ? pendingWarnings(r.changes, r.kind) : fixedNotesOf(r.changes)),
   ]);
   for (const w of r.warnings.filter(w => !shown.has(w))) line("note", style.yellow, w);
+  // The rest of a denial: that an Exemption is a way out, and who grants one.
+  for (const d of r.denials.filter(d => !shown.has(d))) line("note", style.dim, d);
   return lines.join("\n");
 }
 
@@ -120,4 +130,29 @@ export function textSummary(results: Checked[], style: Style): string {
     parts.push(`${results.length - handled.length} not handled by admission-guard (${kinds})`);
   }
   return `${results.length} object${results.length === 1 ? "" : "s"}: ${parts.join(", ")}`;
+}
+
+/**
+ * `--output policyreport`: the PolicyReport of each namespace, as YAML documents — the same
+ * results the watcher writes in the cluster, for the manifests given.
+ */
+export function policyReportsYaml(
+  results: Checked[],
+  input: ContextInput & { policies: readonly Policy[] },
+): string {
+  const byNamespace = new Map<string, ObjectResults[]>();
+  for (const { input: object, review: r } of results) {
+    if (!r.handled) continue;
+    const acting = judgingPolicies(object, { ...input, namespace: r.namespace });
+    const list = byNamespace.get(r.namespace) ?? [];
+    list.push(objectResults(object, r.namespace, r, acting));
+    byNamespace.set(r.namespace, list);
+  }
+  const seconds = Math.floor(Date.now() / 1000);
+  return [...byNamespace]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([ns, list]) =>
+      stringify(buildReport(ns, list, input.settings.reports.maxResults, seconds)),
+    )
+    .join("---\n");
 }

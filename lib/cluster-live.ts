@@ -8,7 +8,7 @@
 // Staleness: a watch event reaches the cache typically within milliseconds; kubernetes-fluent-client
 // re-lists every 10 minutes and reconnects on errors. Before the first list completes, a kind has
 // "no data" (undefined), which rules treat as "not checked", never as "none exist".
-import { kind, type KubernetesObject } from "kubernetes-fluent-client";
+import { GenericKind, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import type {
   V1LimitRange,
   V1Node,
@@ -24,6 +24,7 @@ import {
   type NamespaceInfo,
   type SecretAccess,
 } from "./cluster";
+import { EXEMPTION_GVK } from "./exemptions";
 import type { KubeObject } from "./pod";
 import { ServiceAccounts } from "./service-accounts";
 import { WatchedStore, type Logger } from "./watched-store";
@@ -34,6 +35,8 @@ export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;
 export const BACKGROUND_CONCURRENCY = 4;
 
 export interface LiveClusterOptions {
+  /** The namespace whose Exemptions count (settings.exemptions.namespace); unset: none are watched. */
+  exemptionsNamespace?: string;
   /**
    * The ServiceAccount to create in a namespace that appears (undefined: none). Pods ensure theirs
    * anyway; creating it with the namespace takes that API call off the first pod's admission.
@@ -48,6 +51,7 @@ export class LiveCluster implements ClusterView {
   readonly limitRangeStore: WatchedStore<V1LimitRange & KubernetesObject>;
   readonly nodeStore: WatchedStore<V1Node & KubernetesObject>;
   readonly accounts: ServiceAccounts;
+  readonly exemptionStore?: WatchedStore<KubernetesObject>;
   private readonly accessReviews: AccessReviews;
 
   constructor(
@@ -60,6 +64,12 @@ export class LiveCluster implements ClusterView {
     this.limitRangeStore = new WatchedStore(kind.LimitRange, "limitranges", log);
     this.nodeStore = new WatchedStore(kind.Node, "nodes", log);
     this.accounts = new ServiceAccounts(log);
+    // Only the exemptions namespace is watched: an Exemption anywhere else never counts.
+    if (options.exemptionsNamespace)
+      this.exemptionStore = new WatchedStore(GenericKind, "exemptions", log, undefined, {
+        kindOverride: EXEMPTION_GVK,
+        namespace: options.exemptionsNamespace,
+      });
     this.accessReviews = new AccessReviews(log);
   }
 
@@ -71,6 +81,7 @@ export class LiveCluster implements ClusterView {
       this.limitRangeStore,
       this.nodeStore,
       this.accounts.store,
+      ...(this.exemptionStore ? [this.exemptionStore] : []),
     ]) {
       store
         .start()
@@ -169,6 +180,10 @@ export class LiveCluster implements ClusterView {
 
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {
     return this.accounts.get(namespace, name);
+  }
+
+  exemptions(): readonly KubeObject[] | undefined {
+    return this.exemptionStore?.synced ? (this.exemptionStore.all() as KubeObject[]) : undefined;
   }
 
   ensureServiceAccount(namespace: string, name: string, dryRun: boolean): Promise<EnsureResult> {

@@ -9,6 +9,7 @@ import type {
   V1ResourceQuota,
   V1ServiceAccount,
 } from "@kubernetes/client-node";
+import { isExemptionObject } from "./exemptions";
 import type { KubeObject } from "./pod";
 import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "./rbac";
 
@@ -41,6 +42,11 @@ export interface ClusterView {
   nodes(): V1Node[] | undefined;
   /** The ServiceAccount, null when known not to exist, undefined when unknown. */
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined;
+  /**
+   * The Exemption objects (lib/exemptions.ts) of the exemptions namespace; undefined when not known
+   * (none then count: a violation stands until the cache has them).
+   */
+  exemptions(): readonly KubeObject[] | undefined;
   /** Make sure a ServiceAccount exists (live: server-side apply, bounded by the webhook budget). */
   ensureServiceAccount(namespace: string, name: string, dryRun: boolean): Promise<EnsureResult>;
   /**
@@ -110,6 +116,10 @@ export class SnapshotCluster implements ClusterView {
 
   nodes(): V1Node[] | undefined {
     return this.ofKind<V1Node>("Node");
+  }
+
+  exemptions(): readonly KubeObject[] | undefined {
+    return this.ofKind("Exemption")?.filter(isExemptionObject);
   }
 
   /** ServiceAccounts the webhook would have created by now (see ensureServiceAccount). */

@@ -12,6 +12,16 @@
 // — what `check` runs — calls them the same way, action by action, and joins the answers as Pepr
 // joins them. The front doors only translate.
 import type { ClusterView } from "./cluster";
+import {
+  applicableExemptions,
+  applyExemptions,
+  expiredWarning,
+  exemptionPath,
+  NO_EXEMPTIONS,
+  waivedWarning,
+  wholeCapabilitiesWaived,
+  type ApplicableExemptions,
+} from "./exemptions";
 import { containersChanged, isPod, isWorkload, podTemplateOf, type KubeObject } from "./pod";
 import type { Operation, Policy, PodTarget, RuleContext, RuleFindings } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "./settings";
@@ -35,6 +45,8 @@ export interface AdmissionInput {
   dryRun: boolean;
   /** The request's namespace, used when the object has none. */
   namespace?: string;
+  /** A stored object judged for the reports, not a request (RuleContext.scan). */
+  scan?: boolean;
 }
 
 /** What every request is answered with: the settings, the cluster, every policy of the module in order. */
@@ -47,9 +59,11 @@ export interface EngineDeps {
 /** A decision to count on /metrics (lib/metrics.ts). */
 export interface DecisionEvent {
   capability: string;
-  /** fixed | allowed | denied | allowed-warn | allowed-audit */
+  /** fixed | allowed | denied | allowed-warn | allowed-audit | exempted */
   outcome: string;
   rule?: string;
+  /** The Exemption (namespace/name) that waived the rule. */
+  exemption?: string;
 }
 
 export interface MutateResult {
@@ -68,7 +82,10 @@ export interface Answer {
   denials: string[];
   /** The admission warnings. */
   warnings: string[];
+  /** The violations that stand (an Exemption waived none of them). */
   violations: Violation[];
+  /** The violations an Exemption in force waived, with its namespace/name. */
+  waived: { violation: Violation; exemption: string }[];
   /** A workload: the fixes its pods will get when they are created. */
   pending: Change[];
   /** A workload: a copy with its pod template fixed by every policy, as its pods will be. */
@@ -84,6 +101,8 @@ export interface ContextInput {
   namespace?: string;
   oldObject?: KubeObject;
   dryRun?: boolean;
+  scan?: boolean;
+  policies?: readonly Policy[];
 }
 
 export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
@@ -96,11 +115,18 @@ export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
     operation: input.operation ?? "CREATE",
     oldObject: input.oldObject,
     dryRun: input.dryRun ?? false,
+    scan: input.scan ?? false,
+    policies: input.policies ?? [],
   };
 }
 
 const contextOf = (request: AdmissionInput, deps: EngineDeps) =>
-  contextFor(request.object, { ...request, settings: deps.settings, cluster: deps.cluster });
+  contextFor(request.object, {
+    ...request,
+    settings: deps.settings,
+    cluster: deps.cluster,
+    policies: deps.policies,
+  });
 
 /** The namespace's mode label, else the default mode. An unknown label value counts as enforce and is reported. */
 export function modeOf(ctx: RuleContext): { mode: Mode; warning?: string } {
@@ -117,7 +143,13 @@ export function modeOf(ctx: RuleContext): { mode: Mode; warning?: string } {
 export function policyApplies(policy: Policy, ctx: RuleContext): boolean {
   if (isIgnoredNamespace(ctx.namespaceName, ctx.settings)) return false;
   if (policy.namespaces?.length && !policy.namespaces.includes(ctx.namespaceName)) return false;
-  return modeOf(ctx).mode !== "off";
+  return policy.enforcedInEveryMode || modeOf(ctx).mode !== "off";
+}
+
+/** The Exemptions in the cluster view that bear on this object. */
+function exemptionsFor(obj: KubeObject, ctx: RuleContext): ApplicableExemptions {
+  if (!obj || typeof obj !== "object") return NO_EXEMPTIONS;
+  return applicableExemptions(obj, ctx.namespaceName, ctx.cluster.exemptions(), ctx.settings);
 }
 
 /**
@@ -126,7 +158,7 @@ export function policyApplies(policy: Policy, ctx: RuleContext): boolean {
  * so once whether the policies are asked together (`check`) or capability by capability (Pepr).
  */
 function speaksFirst(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
-  return allPolicies.find(p => policyApplies(p, ctx)) === policy;
+  return allPolicies.find(p => !p.onlyExtraKinds && policyApplies(p, ctx)) === policy;
 }
 
 // The engine, not each rule, says which capability a finding is from. A rule returns new objects
@@ -164,16 +196,21 @@ interface FixFailure {
 
 const fixFailureViolation = (f: FixFailure) => internalError(f.capability, "fix", f.reason);
 
-/** Runs the policies' fixes on a pod spec in place. A fix that throws is recorded, never rethrown. */
+/**
+ * Runs the policies' fixes on a pod spec in place. A fix that throws is recorded, never rethrown.
+ * A capability an Exemption waives whole is not fixed either: the object stays as its author wrote it.
+ */
 async function runFixes(
   policies: Policy[],
   target: PodTarget,
   ctx: RuleContext,
+  exemptions: ApplicableExemptions,
 ): Promise<{ changes: Change[]; failures: FixFailure[] }> {
   const changes: Change[] = [];
   const failures: FixFailure[] = [];
+  const waivedWhole = wholeCapabilitiesWaived(exemptions);
   for (const policy of policies) {
-    if (!policy.fix || !policyApplies(policy, ctx)) continue;
+    if (!policy.fix || !policyApplies(policy, ctx) || waivedWhole.has(policy.name)) continue;
     try {
       changes.push(...stamped(policy, await policy.fix(target, ctx)));
     } catch (e) {
@@ -212,12 +249,13 @@ export async function mutate(
   const template = podTemplateOf(obj);
   let result = { changes: [] as Change[], failures: [] as FixFailure[] };
   if (template && isPod(obj) && request.operation === "CREATE") {
-    result = await runFixes(acting, { object: obj, template, isTemplate: false }, ctx);
+    const target = { object: obj, template, isTemplate: false };
+    result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
     recordFixes(obj, result.changes);
     recordFixFailures(obj, result.failures);
   } else if (template && templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
     const target = { object: obj, template, isTemplate: true, applied: true };
-    result = await runFixes(acting, target, ctx);
+    result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
     recordFixes({ metadata: template.metadata }, result.changes);
   }
   const events = result.changes.map(c => ({
@@ -317,7 +355,8 @@ async function simulateWorkload(
   if (!podTemplateOf(workload)) return undefined;
   const copy = copyWithOwnTemplate(workload);
   const target: PodTarget = { object: copy, template: podTemplateOf(copy)!, isTemplate: true };
-  return { copy, target, ...(await runFixes(allPolicies, target, ctx)) };
+  const exemptions = exemptionsFor(workload, ctx);
+  return { copy, target, ...(await runFixes(allPolicies, target, ctx, exemptions)) };
 }
 
 /**
@@ -360,7 +399,7 @@ async function validate(
       if (!template) {
         if (speaksFirst(policy, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no spec"));
-      } else if (policy.check) {
+      } else if (policy.check && !policy.onlyExtraKinds) {
         const target = { object: obj, template, isTemplate: false };
         mergeFindings(findings, stampFindings(policy, await policy.check(obj, target, ctx)));
       }
@@ -372,7 +411,7 @@ async function validate(
         findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
         for (const f of simulation.failures)
           if (f.capability === policy.name) findings.violations.push(fixFailureViolation(f));
-        if (policy.check) {
+        if (policy.check && !policy.onlyExtraKinds) {
           const found = await policy.check(simulation.copy, simulation.target, ctx);
           mergeFindings(findings, stampFindings(policy, found));
         }
@@ -511,7 +550,10 @@ export async function answer(
 ): Promise<Answer> {
   const obj = request.object;
   const ctx = contextOf(request, deps);
-  const { mode, warning } = modeOf(ctx);
+  // The Exemptions' own validation holds in every namespace, whatever its mode label says.
+  const { mode, warning } = acting.every(p => p.enforcedInEveryMode)
+    ? { mode: "enforce" as const, warning: undefined }
+    : modeOf(ctx);
   const active = acting.filter(p => policyApplies(p, ctx));
   const none: Answer = {
     handled: false,
@@ -520,6 +562,7 @@ export async function answer(
     denials: [],
     warnings: [],
     violations: [],
+    waived: [],
     pending: [],
     events: [],
   };
@@ -527,7 +570,19 @@ export async function answer(
 
   const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies);
   if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
+  // Exemptions waive what would otherwise stand; an expired one that matches says so, and counts no more.
+  const exemptions = exemptionsFor(obj, ctx);
+  const waivable = (v: Violation) =>
+    !deps.policies.find(p => p.name === v.capability)?.notWaivable?.[v.rule];
+  const { standing, waived } = applyExemptions(findings.violations, exemptions, waivable);
+  findings.violations = standing;
+  if (mode !== "audit") {
+    findings.warnings.push(...waived.map(waivedWarning));
+    findings.warnings.push(...exemptions.expired.map(expiredWarning));
+  }
   const decision = decide(findings, mode);
+  const wayOut = decision.allowed ? undefined : exemptionPath(standing, deps.settings, waivable);
+  if (wayOut) decision.denials.push(wayOut);
   const warnings = [...decision.warnings];
   const pending = isWorkload(obj) ? findings.changes : [];
   if (mode !== "audit") {
@@ -539,9 +594,17 @@ export async function answer(
     warnings.push(...pendingWarnings(pending, String(obj.kind)));
   }
   const outcome = decision.allowed ? `allowed-${mode}` : "denied";
-  const events: DecisionEvent[] = findings.violations.length
-    ? findings.violations.map(v => ({ capability: v.capability, outcome, rule: v.rule }))
-    : active.map(p => ({ capability: p.name, outcome: "allowed" }));
+  const events: DecisionEvent[] = [
+    ...(findings.violations.length
+      ? findings.violations.map(v => ({ capability: v.capability, outcome, rule: v.rule }))
+      : active.map(p => ({ capability: p.name, outcome: "allowed" }))),
+    ...waived.map(w => ({
+      capability: w.violation.capability,
+      outcome: "exempted",
+      rule: w.violation.rule,
+      exemption: w.exemption.id,
+    })),
+  ];
   return {
     handled: true,
     mode,
@@ -549,6 +612,7 @@ export async function answer(
     denials: decision.denials,
     warnings,
     violations: findings.violations,
+    waived: waived.map(w => ({ violation: w.violation, exemption: w.exemption.id })),
     pending,
     predicted: simulation?.copy,
     events,
@@ -582,6 +646,10 @@ export interface Review {
   /** Fixes applied (Pod, or a template with workloads.mutate) and that a workload's pods will get. */
   changes: Change[];
   violations: Violation[];
+  /** Violations an Exemption waived, with its namespace/name. */
+  waived: { violation: Violation; exemption: string }[];
+  /** The denial messages, as the webhook joins them with "; ". */
+  denials: string[];
   /** The admission warnings, as the webhook returns them. */
   warnings: string[];
   /** The object after mutation; for a workload not mutated, its pod template fixed as its pods will be. */
@@ -635,6 +703,8 @@ export async function review(
     allowed: answers.every(a => a.allowed),
     changes: [...changes, ...answers.flatMap(a => a.pending)],
     violations: answers.flatMap(a => a.violations),
+    waived: answers.flatMap(a => a.waived),
+    denials: answers.flatMap(a => a.denials),
     warnings: answers.flatMap(a => a.warnings),
     object: handled ? result : input,
     handled,

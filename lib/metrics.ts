@@ -7,7 +7,7 @@ export const DECISIONS_METRIC = "admission_guard_decisions";
 
 metricsCollector.addGauge(
   DECISIONS_METRIC,
-  "admission-guard decisions by capability, rule and outcome (fixed, allowed, denied, allowed-warn, allowed-audit)",
+  "admission-guard decisions by capability, rule and outcome (fixed, allowed, denied, allowed-warn, allowed-audit, exempted)",
   ["capability", "rule", "outcome"],
 );
 

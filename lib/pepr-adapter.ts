@@ -70,19 +70,22 @@ async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: 
     const result = await answer(inputOf(req), configured(), acting);
     for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
     const warnings = result.warnings.length ? result.warnings : undefined;
-    if (result.allowed) return req.Approve(warnings);
     // warn, not info: the deployed module runs at LOG_LEVEL=warn (Pepr's per-request info lines
-    // pile up in memory under load), and denials are what an operator looks for.
+    // pile up in memory under load), and denials and exemptions used are what an operator audits.
     const raw = req.Raw as KubeObject;
-    Log.warn(
-      {
-        kind: raw.kind,
-        namespace: raw.metadata?.namespace,
-        name: raw.metadata?.name,
-        uid: req.Request.uid,
-      },
-      `denied: ${result.denials.join("; ")}`,
-    );
+    const subject = {
+      kind: raw.kind,
+      namespace: raw.metadata?.namespace ?? req.Request.namespace,
+      name: raw.metadata?.name || raw.metadata?.generateName,
+      uid: req.Request.uid,
+    };
+    for (const { violation, exemption } of result.waived)
+      Log.warn(
+        { ...subject, capability: violation.capability, rule: violation.rule, exemption },
+        `exempted: ${violation.capability}/${violation.rule} waived by Exemption ${exemption}`,
+      );
+    if (result.allowed) return req.Approve(warnings);
+    Log.warn(subject, `denied: ${result.denials.join("; ")}`);
     return req.Deny(result.denials.join("; "), 403, warnings);
   } catch (e) {
     // Pepr would turn a thrown error into "Action failed with error: {}"; say what happened instead.

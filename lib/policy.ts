@@ -32,6 +32,13 @@ export interface RuleContext {
   oldObject?: KubeObject;
   /** A dry-run request: no side effects (e.g. no ServiceAccount is created). */
   dryRun: boolean;
+  /**
+   * Judging an object already stored, for the reports (lib/reports): nothing is created, and what
+   * the object already counts against (its quota) is not counted again.
+   */
+  scan: boolean;
+  /** Every policy of the module (the Exemptions' validation names their capabilities and rules). */
+  policies: readonly Policy[];
 }
 
 /** A pod spec to fix or check, and the object it belongs to. */
@@ -72,4 +79,18 @@ export interface Policy {
   ): RuleFindings | Promise<RuleFindings>;
   /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret). */
   extraKinds?: string[];
+  /**
+   * Every rule its check may report a violation under: what an Exemption may waive (an unknown
+   * name is refused) and what a PolicyReport lists for each object.
+   */
+  rules: readonly string[];
+  /** Judged in every namespace whatever its mode label (the Exemptions' own validation). */
+  enforcedInEveryMode?: boolean;
+  /** Judges only its extraKinds, never Pods or workloads (the reports list no results of it for them). */
+  onlyExtraKinds?: boolean;
+  /**
+   * Rules no Exemption may waive, with why: what the API server enforces itself anyway (a waiver
+   * would only move the refusal to its less helpful message).
+   */
+  notWaivable?: Readonly<Record<string, string>>;
 }

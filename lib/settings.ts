@@ -128,6 +128,37 @@ export const SettingsSchema = z.strictObject({
       mutate: z.boolean().default(false),
     })
     .prefault({}),
+  exemptions: z
+    .strictObject({
+      /** Exemptions count (off: every violation stands, whatever Exemptions exist). */
+      enabled: z.boolean().default(true),
+      /**
+       * The one namespace whose Exemptions count: whoever may write there grants them (RBAC), never
+       * the author of the workload. An Exemption anywhere else is refused at admission.
+       */
+      namespace: namespaceName.default("admission-guard-exemptions"),
+      /** The longest an Exemption may last, from when it is written to its spec.expires. */
+      maxLifetimeDays: z.number().int().min(1).max(3650).default(90),
+    })
+    .prefault({}),
+  reports: z
+    .strictObject({
+      /** Write a PolicyReport per namespace for the Pods and workloads that already run (watcher). */
+      enabled: z.boolean().default(true),
+      /** At most one write per namespace per this many seconds (changes in between are batched). */
+      intervalSeconds: z.number().int().min(1).max(3600).default(30),
+      /** Results kept per report (fail, then warn, skip, pass); the summary still counts all. */
+      maxResults: z.number().int().min(10).max(20000).default(1000),
+    })
+    .prefault({}),
+  events: z
+    .strictObject({
+      /** An Event on each pod the module fixed, shown by kubectl describe pod. */
+      enabled: z.boolean().default(true),
+      /** Events written per second at most, across the cluster (bursts up to 5 seconds' worth). */
+      perSecond: z.number().min(0.1).max(1000).default(10),
+    })
+    .prefault({}),
   payload: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -317,6 +348,24 @@ export function moduleEnvironment(
   env: NodeJS.ProcessEnv = process.env,
 ): NodeJS.ProcessEnv {
   return env.PEPR_MODE === "build" ? { ...controllerEnv, ...env } : env;
+}
+
+/**
+ * Whether the module has its watcher (capabilities/reports): read when the module is built, as the
+ * Watch bindings decide whether `pepr build` writes a watcher Deployment. With reports and events
+ * both off there is none, and none of its memory (it lists and caches every Pod and workload). A bad
+ * value counts as on here; pepr.ts stops the start with the problem named.
+ */
+export function backgroundBindingsWanted(
+  controllerEnv: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  try {
+    const { reports, events } = settingsFromEnv(moduleEnvironment(controllerEnv, env));
+    return reports.enabled || events.enabled;
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -3,6 +3,7 @@
 // list completes it has no data (`synced` false): readers treat that as "not checked", never as
 // "none exist".
 import { K8s, type GenericClass, type KubernetesObject } from "kubernetes-fluent-client";
+import type { Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
 import { WatchEvent } from "kubernetes-fluent-client/dist/fluent/watch.js";
 import { describeError } from "./api-calls";
 
@@ -20,6 +21,8 @@ export class WatchedStore<T extends KubernetesObject> {
   lastError?: string;
   /** Called after each event is applied (e.g. to act when a namespace appears). */
   readonly listeners: ((obj: T, phase: string) => void)[] = [];
+  /** Called after each complete list (the first makes the store synced). */
+  readonly listListeners: (() => void)[] = [];
 
   constructor(
     private readonly model: GenericClass,
@@ -27,6 +30,8 @@ export class WatchedStore<T extends KubernetesObject> {
     private readonly log?: Logger,
     /** What is kept of each object (default: all of it): caches of many objects keep what rules read. */
     private readonly keep: (obj: T) => T = obj => obj,
+    /** A custom kind (kindOverride) or one namespace only. */
+    private readonly filters?: Filters,
   ) {}
 
   static key(obj: { metadata?: { namespace?: string; name?: string } }): string {
@@ -65,12 +70,16 @@ export class WatchedStore<T extends KubernetesObject> {
   }
 
   async start(): Promise<void> {
-    const watcher = K8s<GenericClass, T>(this.model).Watch((obj, phase) => this.apply(obj, phase), {
-      resyncDelaySec: 2,
-    });
+    const watcher = K8s<GenericClass, T>(this.model, this.filters).Watch(
+      (obj, phase) => this.apply(obj, phase),
+      {
+        resyncDelaySec: 2,
+      },
+    );
     watcher.events.on(WatchEvent.LIST, () => {
       this.synced = true;
       this.lastError = undefined;
+      for (const listener of this.listListeners) listener();
     });
     for (const ev of [WatchEvent.LIST_ERROR, WatchEvent.NETWORK_ERROR, WatchEvent.GIVE_UP]) {
       watcher.events.on(ev, (err: unknown) => {

@@ -63,7 +63,12 @@ function print(obj: KubeObject, file: string, result: AdmitResult) {
   }
   for (const w of otherWarnings) console.log(`  ${yellow("warning")}  ${w}`);
   if (!result.allowed) {
-    for (const line of result.message.split(/; (?=admission-guard\/)/)) {
+    for (const line of result.message.split(/; (?=admission-guard[/:])/)) {
+      // The last part of a denial: an Exemption is the way out, and who grants it.
+      if (line.startsWith("admission-guard:")) {
+        console.log(`  ${dim("way out")}  ${line.slice("admission-guard: ".length)}`);
+        continue;
+      }
       const [what, fix] = line.split(/\. Fix: /);
       console.log(`  ${red("denied")}   ${what}`);
       if (fix) console.log(`  ${bold("fix")}      ${fix}`);

@@ -5,6 +5,14 @@ import { CAPABILITY, checkPayload } from "./rules";
 
 export const payloadSizePolicy: Policy = {
   name: CAPABILITY,
+  rules: [
+    "object-too-large",
+    "annotations-too-large",
+    "too-many-env",
+    "too-many-env-from",
+    "too-many-volumes",
+    "too-many-volume-mounts",
+  ],
   description:
     "Denies oversize objects and runaway env, volume and annotation counts, naming the biggest parts",
   extraKinds: ["ConfigMap", "Secret"],

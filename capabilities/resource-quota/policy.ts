@@ -109,7 +109,8 @@ function checkResources(
     if (same && (count?.pods ?? 0) <= old.pods) return findings;
   }
 
-  if (count && namespace) {
+  // A stored object (the report scan) is in the quota's usage already: counting it again would fail it.
+  if (count && namespace && !ctx.scan) {
     const quotas = ctx.cluster.resourceQuotas(namespace);
     if (!quotas) unavailable(findings, ctx, subject, "quota", "ResourceQuotas");
     else if (quotas.length) {
@@ -128,7 +129,9 @@ function checkResources(
       findings.warnings.push(...result.warnings);
     }
   }
-  if (settings.nodeFit && (count?.pods ?? 1) > 0) {
+  // A pod the scheduler placed fits its node; a stored workload's pods are judged as new ones.
+  const placed = ctx.scan && isPod(object) && !!template.spec?.nodeName;
+  if (settings.nodeFit && (count?.pods ?? 1) > 0 && !placed) {
     const nodes = ctx.cluster.nodes();
     if (!nodes) unavailable(findings, ctx, subject, "node fit", "Nodes");
     else {
@@ -147,6 +150,18 @@ function checkResources(
 
 export const resourceQuotaPolicy: Policy = {
   name: CAPABILITY,
+  rules: [
+    "quota-exceeded",
+    "quota-must-specify",
+    "node-fit",
+    "invalid-quantity",
+    "cluster-data-unavailable",
+  ],
+  notWaivable: {
+    "quota-exceeded": "the API server's ResourceQuota admission refuses the pod anyway",
+    "quota-must-specify": "the API server's ResourceQuota admission refuses the pod anyway",
+    "invalid-quantity": "the API server refuses a value that is not a quantity anyway",
+  },
   description:
     "Denies early, with the numbers, pods and workloads that exceed the namespace quota or fit no node",
   check(object, target, ctx) {

@@ -5,7 +5,7 @@
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { isPod, podTemplateOf } from "../../lib/pod";
 import { noFindings, type Policy, type RuleViolation } from "../../lib/policy";
-import { evaluatePod, type CheckOutcome } from "./checks";
+import { evaluatePod, RESTRICTED_CHECK_IDS, type CheckOutcome } from "./checks";
 import { CAPABILITY, fixPodSecurity } from "./fix";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
@@ -23,6 +23,7 @@ export function toViolation(outcome: CheckOutcome): RuleViolation {
 
 export const securityContextPolicy: Policy = {
   name: CAPABILITY,
+  rules: RESTRICTED_CHECK_IDS,
   description:
     "Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed",
 

@@ -103,6 +103,7 @@ it("the copy is listed with the others, in order, for `check` and Pepr alike", (
     "hello-pepr",
     "greeter",
     "explodes",
+    "exemptions",
   ]);
 });
 

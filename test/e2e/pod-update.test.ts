@@ -86,7 +86,8 @@ describe("kubectl set image", () => {
     const r = await update(setImage("evil.example.com/miner:latest"));
     expect(r.allowed).toBe(false);
     expect(r.message).toBe(
-      'admission-guard/image-registry: container "web" image "evil.example.com/miner:latest" (evil.example.com/miner:latest) is from registry evil.example.com, which is not allowed; allowed: ghcr.io, docker.io/library. Fix: use an image from an allowed registry or its mirror (ghcr.io, docker.io/library) in spec.containers[0].image; if evil.example.com should be allowed, an admin adds it to registries.allowed (env ADMISSION_GUARD_REGISTRIES_ALLOWED, e.g. in package.json pepr.env)',
+      'admission-guard/image-registry: container "web" image "evil.example.com/miner:latest" (evil.example.com/miner:latest) is from registry evil.example.com, which is not allowed; allowed: ghcr.io, docker.io/library. Fix: use an image from an allowed registry or its mirror (ghcr.io, docker.io/library) in spec.containers[0].image; if evil.example.com should be allowed, an admin adds it to registries.allowed (env ADMISSION_GUARD_REGISTRIES_ALLOWED, e.g. in package.json pepr.env); ' +
+        "admission-guard: if the workload must run as it is, a platform admin (whoever may write Exemptions in namespace admission-guard-exemptions) can waive image-registry/registry-not-allowed for it with an Exemption (kubectl explain exemptions.spec)",
     );
   });
 

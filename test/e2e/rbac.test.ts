@@ -68,6 +68,13 @@ async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
   }
 }
 
+/** Pepr's watcher (the Deployment `pepr build` adds for Watch bindings), as the same ServiceAccount. */
+const startWatcher = (api: StandInApi) =>
+  startController({
+    api,
+    env: { PEPR_WATCH_MODE: "true", ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" },
+  });
+
 const rbac = loadModuleRbac();
 
 describe("RBAC e2e: the generated module manifest", () => {
@@ -83,13 +90,16 @@ describe("RBAC e2e: the generated module manifest", () => {
 describe("RBAC e2e: the controller under exactly the generated rules", () => {
   let api: StandInApi;
   let controller: Controller;
+  let watcher: Controller;
 
   beforeAll(async () => {
     ({ api, controller } = await start(rbac));
+    watcher = await startWatcher(api);
     await cachesSynced(api);
   }, 60_000);
 
   afterAll(async () => {
+    await watcher?.stop();
     await controller?.stop();
     await api?.stop();
   });
@@ -151,10 +161,63 @@ describe("RBAC e2e: the controller under exactly the generated rules", () => {
     expect(sa.metadata?.labels).toEqual({ "app.kubernetes.io/managed-by": "admission-guard" });
   });
 
+  it("applied the Exemption CRD at start, as Pepr applies its own", async () => {
+    await eventually(() =>
+      expect(api.get("CustomResourceDefinition", "exemptions.admission-guard.dev")).toBeDefined(),
+    );
+  });
+
+  it("the watcher: a fixed pod gets its Event, its namespace a PolicyReport, gone with the pod", async () => {
+    // As the API server stores a pod the module fixed: the trace annotation, a uid, just created.
+    const pod = api.put({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "trainer",
+        namespace: "llama-index",
+        annotations: { "admission-guard.dev/fixed": "security-context/runAsNonRoot" },
+      },
+      spec: {
+        containers: [
+          { name: "c", image: "ghcr.io/org/trainer:1", securityContext: { privileged: true } },
+        ],
+      },
+      status: { phase: "Running" },
+    });
+    const event = await eventually(() => {
+      const found = api
+        .list("Event", "llama-index")
+        .find(
+          e =>
+            (e as { involvedObject?: { uid?: string } }).involvedObject?.uid === pod.metadata?.uid,
+        );
+      if (!found) throw new Error("no Event for the pod yet");
+      return found as KubeObject & { reason: string; message: string };
+    }, 20_000);
+    expect(event.reason).toBe("AdmissionGuardFixed");
+    expect(event.message).toContain("security-context: runAsNonRoot");
+    const report = await eventually(() => {
+      const found = api.get("PolicyReport", "admission-guard", "llama-index") as
+        | (KubeObject & { results: { rule?: string; result: string }[] })
+        | undefined;
+      if (!found) throw new Error("no PolicyReport yet");
+      return found;
+    }, 20_000);
+    expect(report.results).toContainEqual(
+      expect.objectContaining({ rule: "privileged", result: "fail" }),
+    );
+    api.remove("Pod", "trainer", "llama-index");
+    await eventually(
+      () => expect(api.get("PolicyReport", "admission-guard", "llama-index")).toBeUndefined(),
+      20_000,
+    );
+  }, 60_000);
+
   // After the cases above: every API path has been walked.
   it("no request was forbidden", () => {
     expect(forbiddenRequests(api.requests)).toEqual([]);
     expect(controller.logs()).not.toMatch(/forbidden/i);
+    expect(watcher.logs()).not.toMatch(/forbidden/i);
   });
 
   it("every permission package.json pepr.rbac grants was used (least privilege)", () => {

@@ -95,7 +95,11 @@ export const RESOURCE_TYPES: ResourceType[] = [
   apps("ReplicaSet", "replicasets"),
   batch("Job", "jobs"),
   batch("CronJob", "cronjobs"),
+  core("Event", "events"),
   inGroup("pepr.dev")("PeprStore", "peprstores"),
+  inGroup("admission-guard.dev", "v1alpha1")("Exemption", "exemptions"),
+  inGroup("wgpolicyk8s.io", "v1alpha2")("PolicyReport", "policyreports"),
+  inGroup("apiextensions.k8s.io")("CustomResourceDefinition", "customresourcedefinitions", false),
   inGroup("authorization.k8s.io")("SubjectAccessReview", "subjectaccessreviews", false),
 ];
 
@@ -256,6 +260,15 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+/** JSON first (what clients send), YAML (a superset) when it is not JSON. */
+function parseJsonOrYaml(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return parseYaml(raw);
+  }
+}
+
 function status(code: number, reason: string, message: string) {
   return {
     kind: "Status",
@@ -405,7 +418,10 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   function parseBody(raw: string, contentType: string): unknown {
     if (!raw) return undefined;
     try {
-      return contentType.includes("yaml") ? parseYaml(raw) : JSON.parse(raw);
+      if (!contentType.includes("yaml")) return JSON.parse(raw);
+      // Clients send server-side apply bodies as JSON (which is YAML): parsing them with the yaml
+      // package costs ~350 ms for a 400 KB PolicyReport, and the benchmark measured that instead.
+      return parseJsonOrYaml(raw);
     } catch (e) {
       throw new HttpError(400, "BadRequest", `cannot parse body: ${(e as Error).message}`);
     }

@@ -20,7 +20,14 @@ export async function eventually<T>(
 }
 
 /** The kinds lib/cluster-live.ts watches in the admission process. */
-export const CACHED_KINDS = ["Namespace", "ResourceQuota", "LimitRange", "Node", "ServiceAccount"];
+export const CACHED_KINDS = [
+  "Namespace",
+  "ResourceQuota",
+  "LimitRange",
+  "Node",
+  "ServiceAccount",
+  "Exemption",
+];
 
 /**
  * Waits until the controller holds a watch on each kind: its first list is then done, so its cache

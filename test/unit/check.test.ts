@@ -273,6 +273,7 @@ describe("check: text report in warn mode", () => {
     const noting = {
       name: "noting",
       description: "adds a note",
+      rules: [],
       check: () => ({ changes: [], violations: [], warnings: ["quota not checked: no data"] }),
     };
     const dir = tempTree({
@@ -416,7 +417,7 @@ describe("check: errors and exit codes", () => {
   it.each([
     [["check"], /no input/],
     [["check", "--bogus", "x.yaml"], /Unknown option '--bogus'/],
-    [["check", "--output", "xml", "x.yaml"], /--output must be text or json/],
+    [["check", "--output", "xml", "x.yaml"], /--output must be text, json, policyreport/],
     [["check", "--operation", "DELETE", "x.yaml"], /--operation must be CREATE or UPDATE/],
     [["check", "missing.yaml"], /missing\.yaml: cannot read \(ENOENT\)/],
     [["check", "--cluster", "-", "x.yaml"], /not stdin/],
@@ -448,6 +449,7 @@ describe("check: errors and exit codes", () => {
     const broken = {
       name: "broken",
       description: "throws",
+      rules: [],
       check: () => {
         throw new Error("boom");
       },
@@ -502,5 +504,84 @@ describe("check: manifests read as the API server reads them", () => {
     expect(r.code).toBe(0);
     expect(r.json[0]).toMatchObject({ name: "scratch-volumes", allowed: true });
     expect(JSON.stringify(r.json[0])).not.toContain("restrictedVolumes");
+  });
+});
+
+describe("check: Exemptions and PolicyReports", () => {
+  const privileged = `apiVersion: v1
+kind: Pod
+metadata: {name: driver, namespace: gpu-operator, labels: {app.kubernetes.io/component: driver}}
+spec:
+  containers: [{name: d, image: ghcr.io/nvidia/driver:550, securityContext: {privileged: true}}]
+`;
+  const exemption = (namespace: string) => `apiVersion: admission-guard.dev/v1alpha1
+kind: Exemption
+metadata: {name: gpu-driver, namespace: ${namespace}}
+spec:
+  reason: the driver loads kernel modules
+  expires: "${new Date(Date.now() + 86400_000).toISOString()}"
+  match: {namespaces: [gpu-operator], names: [driver]}
+  waive: [{capability: security-context, rules: [privileged, allowPrivilegeEscalation]}]
+`;
+
+  it("--cluster honours the Exemptions of the snapshot as the webhook does, and only in their namespace", async () => {
+    const dir = tempTree({
+      "pod.yaml": privileged,
+      "cluster/ok.yaml": exemption("admission-guard-exemptions"),
+      "elsewhere/self.yaml": exemption("gpu-operator"),
+    });
+    const without = await run(["check", "pod.yaml"], { cwd: dir, policies });
+    expect(without.code).toBe(1);
+    expect(without.stdout).toContain(
+      "whoever may write Exemptions in namespace admission-guard-exemptions",
+    );
+    const exempted = await run(["check", "--cluster", "cluster", "-o", "json", "pod.yaml"], {
+      cwd: dir,
+      policies,
+    });
+    expect(exempted.code).toBe(0);
+    expect(exempted.json[0].warnings).toContainEqual(
+      expect.stringContaining(
+        "privileged waived by Exemption admission-guard-exemptions/gpu-driver",
+      ),
+    );
+    const selfGranted = await run(["check", "--cluster", "elsewhere", "pod.yaml"], {
+      cwd: dir,
+      policies,
+    });
+    expect(selfGranted.code).toBe(1);
+  });
+
+  it("judges an Exemption manifest as the webhook would", async () => {
+    const dir = tempTree({ "ex.yaml": exemption("gpu-operator") });
+    const r = await run(["check", "ex.yaml"], { cwd: dir, policies });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("exemptions/exemption-namespace");
+  });
+
+  it("-o policyreport prints a PolicyReport per namespace, with each object's results", async () => {
+    const dir = tempTree({
+      "pods.yaml": `${privileged}---\n${demoPodYaml("greeted")}`,
+    });
+    const r = await run(["check", "-o", "policyreport", "pods.yaml"], { cwd: dir, policies });
+    expect(r.code).toBe(1);
+    const reports = parseAllDocuments(r.stdout).map(d => d.toJS());
+    expect(reports.map(p => [p.kind, p.metadata.namespace])).toEqual([
+      ["PolicyReport", "gpu-operator"],
+      ["PolicyReport", "pepr-demo"],
+    ]);
+    const gpu = reports[0];
+    expect(gpu.apiVersion).toBe("wgpolicyk8s.io/v1alpha2");
+    expect(gpu.results[0]).toMatchObject({
+      policy: "security-context",
+      rule: "privileged",
+      result: "fail",
+      resources: [{ kind: "Pod", name: "driver", namespace: "gpu-operator" }],
+    });
+    expect(gpu.results[0].properties.fix).toContain("privileged to false");
+    expect(gpu.summary.fail).toBe(
+      gpu.results.filter((x: { result: string }) => x.result === "fail").length,
+    );
+    expect(gpu.summary.pass).toBeGreaterThan(10);
   });
 });

@@ -319,6 +319,7 @@ describe("engine: one decision path", () => {
   const stampedPolicy = (name: string): Policy => ({
     name,
     description: "",
+    rules: [],
     fix: () => [{ rule: "r", message: "m", capability: "someone-else" } as never],
     check: () => ({
       changes: [],
@@ -366,6 +367,7 @@ describe("engine: one decision path", () => {
     const throwing: Policy = {
       name: "explodes",
       description: "",
+      rules: [],
       fix: () => {
         throw new Error("boom");
       },

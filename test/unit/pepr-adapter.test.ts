@@ -70,7 +70,8 @@ describe("the actions of a capability", () => {
     );
     expect(answer.allowed).toBe(false);
     expect(answer.statusMessage).toBe(
-      `admission-guard/hello-pepr: the pod carries ${HELLO_DENY_LABEL}=true, which asks to be refused. Fix: remove the label ${HELLO_DENY_LABEL} from metadata.labels`,
+      `admission-guard/hello-pepr: the pod carries ${HELLO_DENY_LABEL}=true, which asks to be refused. Fix: remove the label ${HELLO_DENY_LABEL} from metadata.labels; ` +
+        "admission-guard: if the workload must run as it is, a platform admin (whoever may write Exemptions in namespace admission-guard-exemptions) can waive hello-pepr/no-deny-label for it with an Exemption (kubectl explain exemptions.spec)",
     );
   });
 
@@ -104,8 +105,8 @@ describe("the capabilities `check` reads", () => {
     const first = new Capability({ name: "first", description: "" });
     const shared = new Capability({ name: "shared", description: "" });
     const second = new Capability({ name: "second", description: "" });
-    const p1 = { name: "first", description: "" };
-    const p2 = { name: "second", description: "" };
+    const p1 = { name: "first", description: "", rules: [] };
+    const p2 = { name: "second", description: "", rules: [] };
     policyActions(second, p2);
     policyActions(first, p1);
     expect(policiesOf([first, shared, second])).toEqual([p1, p2]);
@@ -115,6 +116,7 @@ describe("the capabilities `check` reads", () => {
     const other: Policy = {
       name: "other",
       description: "",
+      rules: [],
       check: () => ({
         changes: [],
         violations: [{ rule: "always", message: "no", fix: "nothing" }],
@@ -128,6 +130,8 @@ describe("the capabilities `check` reads", () => {
     expect(answer.statusMessage?.split("; ").map(m => m.split(":")[0])).toEqual([
       "admission-guard/hello-pepr",
       "admission-guard/other",
+      // The way out, once for the action: an Exemption, and who grants it.
+      "admission-guard",
     ]);
   });
 });

@@ -1,6 +1,12 @@
 // Settings are validated once, at start-up (and by `check --settings`): a value that cannot work
 // stops the start with a message naming the key, where it was set and the value.
-import { defaultSettings, parseSettings, SettingsError, settingsFromEnv } from "../../lib/settings";
+import {
+  backgroundBindingsWanted,
+  defaultSettings,
+  parseSettings,
+  SettingsError,
+  settingsFromEnv,
+} from "../../lib/settings";
 
 function problems(run: () => unknown): string[] {
   try {
@@ -105,5 +111,43 @@ describe("settings from a file", () => {
         parseSettings({ registries: { allowed: ["ghcr.io/x:1"] } }, "settings.yaml"),
       )[0],
     ).toMatch(/^registries\.allowed\[0\]: "ghcr\.io\/x:1" is not/);
+  });
+});
+
+describe("settings read when the module is built", () => {
+  const build = { PEPR_MODE: "build" };
+  it("the watcher's bindings: wanted unless reports and events are both off", () => {
+    expect(backgroundBindingsWanted({}, build)).toBe(true);
+    const off = {
+      ADMISSION_GUARD_REPORTS_ENABLED: "false",
+      ADMISSION_GUARD_EVENTS_ENABLED: "false",
+    };
+    expect(backgroundBindingsWanted(off, build)).toBe(false);
+    expect(
+      backgroundBindingsWanted({ ...off, ADMISSION_GUARD_EVENTS_ENABLED: "true" }, build),
+    ).toBe(true);
+    // The build's own environment wins over package.json pepr.env, as for workloads.mutate.
+    expect(
+      backgroundBindingsWanted(off, { ...build, ADMISSION_GUARD_REPORTS_ENABLED: "true" }),
+    ).toBe(true);
+    // A bad value is reported at start-up; at build time it keeps the bindings.
+    expect(backgroundBindingsWanted({ ADMISSION_GUARD_REPORTS_ENABLED: "maybe" }, build)).toBe(
+      true,
+    );
+  });
+
+  it("reports and events settings are validated like the others", () => {
+    expect(
+      problems(() => settingsFromEnv({ ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "0" })),
+    ).toEqual([
+      expect.stringMatching(
+        /^reports\.intervalSeconds \(ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS\): /,
+      ),
+    ]);
+    expect(
+      problems(() => settingsFromEnv({ ADMISSION_GUARD_EXEMPTIONS_NAMESPACE: "Not_A_Namespace" })),
+    ).toEqual([
+      expect.stringContaining("exemptions.namespace (ADMISSION_GUARD_EXEMPTIONS_NAMESPACE)"),
+    ]);
   });
 });

@@ -55,6 +55,8 @@ export function checksFor(level: Level): readonly PodSecurityCheck[] {
 const BASELINE_CHECKS = ALL_CHECKS.filter(c => c.level === "baseline");
 const overridden = new Set(ALL_CHECKS.flatMap(c => c.overrides ?? []));
 const RESTRICTED_CHECKS = ALL_CHECKS.filter(c => !overridden.has(c.id));
+/** The ids of the restricted level's checks: the rules of the security-context policy. */
+export const RESTRICTED_CHECK_IDS: readonly string[] = RESTRICTED_CHECKS.map(c => c.id);
 
 export interface CheckOutcome extends CheckResult {
   id: string;

@@ -83,6 +83,8 @@ export function pointedAt(config: KubeObject, port: number, caPem: string): Kube
 export interface InstalledModule {
   manifest: ModuleManifest;
   controller: Controller;
+  /** Pepr's watcher (the module's Watch bindings), when InstallOptions.watcher asked for it. */
+  watcher?: Controller;
   /** Stops the controller; its webhooks stay registered (the API server then fails closed). */
   stopController(): Promise<void>;
   /** Starts the controller again on the same port and path. */
@@ -102,6 +104,11 @@ export interface InstallOptions {
   env?: Record<string, string>;
   /** The output directory of another build (variant-build.ts); default: this repo's dist/. */
   dist?: string;
+  /**
+   * Also run the watcher, as the watcher Deployment `pepr build` writes runs it: the same bundle
+   * and ServiceAccount, PEPR_WATCH_MODE=true.
+   */
+  watcher?: boolean;
 }
 
 export async function installModule(
@@ -150,6 +157,13 @@ export async function installModule(
   const installed: InstalledModule = {
     manifest,
     controller: await startController(controllerOptions),
+    watcher: options.watcher
+      ? await startController({
+          ...controllerOptions,
+          port: await freePort(),
+          env: { ...options.env, PEPR_WATCH_MODE: "true" },
+        })
+      : undefined,
     async stopController() {
       await installed.controller.stop();
     },
@@ -163,6 +177,7 @@ export async function installModule(
           throw new Error(`deleting ${config.kind}: ${statusMessage(res)}`);
       }
       await installed.controller.stop();
+      await installed.watcher?.stop();
       rmSync(dir, { recursive: true, force: true });
       rmSync(certs.dir, { recursive: true, force: true });
     },
