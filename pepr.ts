@@ -16,8 +16,9 @@ import { ReportScanner } from "./lib/reports/scanner";
 import { configureBackground } from "./lib/reports/watcher";
 
 // `pepr build` loads this module to read its bindings (see moduleEnvironment for where settings
-// come from then). The one setting that changes bindings, and so the webhook rules, is
-// workloads.mutate (capabilities/workloads).
+// come from then). The settings that change bindings, and so what `pepr build` writes, are
+// workloads.mutate (the webhook rules: capabilities/workloads) and reports.enabled with
+// events.enabled (the watcher: capabilities/reports).
 const building = process.env.PEPR_MODE === "build";
 const controllerEnv = cfg.pepr.env as Record<string, string>;
 

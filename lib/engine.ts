@@ -538,6 +538,13 @@ function judgesKind(acting: Policy[], obj: KubeObject): boolean {
   return isPod(obj) || isWorkload(obj) || acting.some(p => p.extraKinds?.includes(obj?.kind ?? ""));
 }
 
+/** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
+export function judgesObject(policy: Policy, obj: KubeObject): boolean {
+  return isPod(obj) || isWorkload(obj)
+    ? !policy.onlyExtraKinds
+    : !!policy.extraKinds?.includes(obj?.kind ?? "");
+}
+
 /**
  * The validating webhook's answer for the acting policies: the decision in the namespace's mode,
  * the warnings (what the mutating webhook fixed, from the trace it left; what a workload's pods
@@ -554,7 +561,9 @@ export async function answer(
   const { mode, warning } = acting.every(p => p.enforcedInEveryMode)
     ? { mode: "enforce" as const, warning: undefined }
     : modeOf(ctx);
-  const active = acting.filter(p => policyApplies(p, ctx));
+  // A policy acts on this object when it applies here and judges its kind (the Exemptions' policy,
+  // which holds in every mode, never makes a Pod in a namespace that is off "handled").
+  const active = acting.filter(p => policyApplies(p, ctx) && judgesObject(p, obj));
   const none: Answer = {
     handled: false,
     mode,

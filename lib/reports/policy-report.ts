@@ -2,8 +2,8 @@
 // read with `kubectl get policyreport -A`: what the rules say of objects that already exist. Pure:
 // an object's results come from the engine's answer; a namespace's report is built from its
 // objects' results. The watcher (lib/reports/scanner.ts) and `check --output policyreport` use it.
-import { contextFor, policyApplies, type Answer, type ContextInput } from "../engine";
-import { isPod, isWorkload, type KubeObject } from "../pod";
+import { contextFor, judgesObject, policyApplies, type Answer, type ContextInput } from "../engine";
+import type { KubeObject } from "../pod";
 import type { Policy } from "../policy";
 import type { Violation } from "../verdict";
 
@@ -156,12 +156,7 @@ export function judgingPolicies(
   input: ContextInput & { policies: readonly Policy[] },
 ): Policy[] {
   const ctx = contextFor(obj, input);
-  const podLike = isPod(obj) || isWorkload(obj);
-  return input.policies.filter(
-    p =>
-      (podLike ? !p.onlyExtraKinds : !!p.extraKinds?.includes(obj.kind ?? "")) &&
-      policyApplies(p, ctx),
-  );
+  return input.policies.filter(p => judgesObject(p, obj) && policyApplies(p, ctx));
 }
 
 /** Whether two objects' results would write the same report lines. */

@@ -78,7 +78,15 @@ function kept(obj: KubeObject): KubeObject {
 // A digest, not the text: 10,000 pods' JSON would be ~30 MB of strings kept for one comparison.
 const digestOf = (obj: KubeObject) =>
   createHash("sha1")
-    .update(JSON.stringify([obj.metadata?.labels, obj.metadata?.annotations, obj.spec]))
+    // The uid too: a StatefulSet's pod created again under its name is another object to report.
+    .update(
+      JSON.stringify([
+        obj.metadata?.uid,
+        obj.metadata?.labels,
+        obj.metadata?.annotations,
+        obj.spec,
+      ]),
+    )
     .digest("base64");
 
 // A report's content is ~400 KB at maxResults: its digest is what is kept to compare.

@@ -460,6 +460,20 @@ describe("the exemptions capability judges Exemptions as they are written", () =
     expect(r.text).toContain("spec.reason is required");
   });
 
+  it("holding in every mode does not make it act on Pods: a Pod in a namespace that is off is not handled", async () => {
+    const offNs = {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "gpu-operator", labels: { "admission-guard.dev/mode": "off" } },
+    };
+    const r = await review(policies, driverPod(), {
+      settings: defaultSettings(),
+      cluster: new SnapshotCluster([offNs]),
+    });
+    expect(r.handled).toBe(false);
+    expect(r.allowed).toBe(true);
+  });
+
   it("leaves another group's Exemption alone", async () => {
     const uds = { ...exemption({}, { namespace: "gpu-operator" }), apiVersion: "uds.dev/v1alpha1" };
     expect((await judge(uds)).violations).toEqual([]);

@@ -328,6 +328,18 @@ describe("the scan", () => {
     expect(resultsOf(store.stored.get(NS), "fail")).toEqual([]);
   });
 
+  it("a pod created again under its name (a StatefulSet's) is reported with its new uid", async () => {
+    const { scanner, store } = setup();
+    await scanner.observe(pod("db-0", { privileged: true }));
+    const again = pod("db-0", { privileged: true });
+    again.metadata!.uid = "uid-db-0-second";
+    await scanner.observe(again);
+    expect(scanner.stats.judged).toBe(2);
+    await written(scanner);
+    const uids = new Set(store.stored.get(NS)!.results.map(r => r.resources[0].uid));
+    expect([...uids]).toEqual(["uid-db-0-second"]);
+  });
+
   it("after a restart, does not write again a report that is already stored as it would write it", async () => {
     const first = setup();
     await first.scanner.observe(pod("a", { privileged: true }));
