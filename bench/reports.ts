@@ -55,7 +55,7 @@ import type { KubeObject } from "../lib/pod";
 import type { PolicyReport } from "../lib/reports/policy-report";
 import { ReportScanner, type ReportStore } from "../lib/reports/scanner";
 import { settingsFromEnv } from "../lib/settings";
-import { REPO_ROOT, startController, type Controller } from "../test/support/controller";
+import { REPO_ROOT, startWatcher, type Controller } from "../test/support/controller";
 import { startStandIn, type StandInApi } from "../test/support/stand-in-api";
 import { cpuSeconds, memoryMb, pidOnPort } from "./proc";
 
@@ -749,9 +749,9 @@ async function endToEnd(objects: KubeObject[], churn: Churn, variant: Variant) {
   let probe: ReturnType<typeof healthProbe> | undefined;
   try {
     const t0 = performance.now();
-    watcher = await startController({
+    watcher = await startWatcher({
       api,
-      env: { PEPR_WATCH_MODE: "true", LOG_LEVEL: "warn", ...SETTINGS_ENV, ...variant.env },
+      env: { LOG_LEVEL: "warn", ...SETTINGS_ENV, ...variant.env },
       startTimeoutMs: 120_000,
     });
     const tHealthy = performance.now();

@@ -22,7 +22,14 @@ import {
   wholeCapabilitiesWaived,
   type ApplicableExemptions,
 } from "./exemptions";
-import { containersChanged, isPod, isWorkload, podTemplateOf, type KubeObject } from "./pod";
+import {
+  containersChanged,
+  hasController,
+  isPod,
+  isWorkload,
+  podTemplateOf,
+  type KubeObject,
+} from "./pod";
 import type { Operation, Policy, PodTarget, RuleContext, RuleFindings } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "./settings";
 import {
@@ -222,11 +229,7 @@ async function runFixes(
 
 /** Whether a workload's own template is fixed when it is applied (see mutate). */
 export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
-  return (
-    settings.workloads.mutate &&
-    isWorkload(workload) &&
-    !(workload.metadata?.ownerReferences ?? []).some(o => o.controller === true)
-  );
+  return settings.workloads.mutate && isWorkload(workload) && !hasController(workload);
 }
 
 /**
@@ -351,11 +354,11 @@ async function simulateWorkload(
   allPolicies: Policy[],
   workload: KubeObject,
   ctx: RuleContext,
+  exemptions: ApplicableExemptions,
 ): Promise<Simulation | undefined> {
   if (!podTemplateOf(workload)) return undefined;
   const copy = copyWithOwnTemplate(workload);
   const target: PodTarget = { object: copy, template: podTemplateOf(copy)!, isTemplate: true };
-  const exemptions = exemptionsFor(workload, ctx);
   return { copy, target, ...(await runFixes(allPolicies, target, ctx, exemptions)) };
 }
 
@@ -451,14 +454,15 @@ async function validateAll(
   obj: KubeObject,
   ctx: RuleContext,
   allPolicies: Policy[],
+  exemptions: ApplicableExemptions,
 ): Promise<Validation> {
   const old = ctx.oldObject;
   if (ctx.operation !== "UPDATE" || !isPod(obj) || !old || !isPod(old))
-    return validateEach(acting, obj, ctx, allPolicies);
+    return validateEach(acting, obj, ctx, allPolicies, exemptions);
   if (!containersChanged(obj, old)) return { findings: emptyFindings() };
   const [now, before] = await Promise.all([
-    validateEach(acting, obj, ctx, allPolicies),
-    validateEach(acting, old, ctx, allPolicies),
+    validateEach(acting, obj, ctx, allPolicies, exemptions),
+    validateEach(acting, old, ctx, allPolicies, exemptions),
   ]);
   return { findings: newFindings(now.findings, before.findings) };
 }
@@ -474,9 +478,12 @@ async function validateEach(
   obj: KubeObject,
   ctx: RuleContext,
   allPolicies: Policy[],
+  exemptions: ApplicableExemptions,
 ): Promise<Validation> {
   // A workload's template is fixed once, with every policy, for all the acting ones.
-  const simulation = isWorkload(obj) ? await simulateWorkload(allPolicies, obj, ctx) : undefined;
+  const simulation = isWorkload(obj)
+    ? await simulateWorkload(allPolicies, obj, ctx, exemptions)
+    : undefined;
   const findings = emptyFindings();
   for (const p of acting)
     mergeFindings(findings, await validate(p, obj, ctx, allPolicies, simulation));
@@ -533,11 +540,6 @@ export function pendingWarnings(changes: Change[], kind: string): string[] {
   );
 }
 
-/** Whether the acting policies judge objects of this kind at all. */
-function judgesKind(acting: Policy[], obj: KubeObject): boolean {
-  return isPod(obj) || isWorkload(obj) || acting.some(p => p.extraKinds?.includes(obj?.kind ?? ""));
-}
-
 /** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
 export function judgesObject(policy: Policy, obj: KubeObject): boolean {
   return isPod(obj) || isWorkload(obj)
@@ -575,12 +577,13 @@ export async function answer(
     pending: [],
     events: [],
   };
-  if (!active.length || !judgesKind(acting, obj)) return none;
+  if (!active.length) return none;
 
-  const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies);
-  if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
-  // Exemptions waive what would otherwise stand; an expired one that matches says so, and counts no more.
+  // Exemptions waive what would otherwise stand (and, waiving a whole capability, its fixes in a
+  // workload's simulation); an expired one that matches says so, and counts no more.
   const exemptions = exemptionsFor(obj, ctx);
+  const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies, exemptions);
+  if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
   const waivable = (v: Violation) =>
     !deps.policies.find(p => p.name === v.capability)?.notWaivable?.[v.rule];
   const { standing, waived } = applyExemptions(findings.violations, exemptions, waivable);

@@ -45,6 +45,8 @@ export interface Waiver {
 export interface Exemption {
   /** namespace/name, as messages name it. */
   id: string;
+  namespace: string;
+  name: string;
   reason: string;
   expires: string;
   expiresAt: number;
@@ -107,6 +109,8 @@ export function readExemption(
   return {
     exemption: {
       id: `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`,
+      namespace: obj.metadata?.namespace ?? "",
+      name: obj.metadata?.name ?? "",
       reason,
       expires,
       expiresAt,
@@ -308,7 +312,7 @@ export function expiredWarning(exemption: Exemption): string {
   const waived = exemption.waive
     .map(w => (w.rules ? w.rules.map(r => `${w.capability}/${r}`).join(", ") : `${w.capability}/*`))
     .join(", ");
-  return `admission-guard: Exemption ${exemption.id} expired at ${exemption.expires} and no longer waives ${waived}. Fix: ask a platform admin to renew it (kubectl -n ${exemption.id.split("/")[0]} edit exemption ${exemption.id.split("/")[1]}) or fix the workload`;
+  return `admission-guard: Exemption ${exemption.id} expired at ${exemption.expires} and no longer waives ${waived}. Fix: ask a platform admin to renew it (kubectl -n ${exemption.namespace} edit exemption ${exemption.name}) or fix the workload`;
 }
 
 /**

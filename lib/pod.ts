@@ -55,6 +55,11 @@ export function isWorkload(obj: KubeObject): boolean {
   return (WORKLOAD_KINDS as readonly string[]).includes(obj.kind ?? "");
 }
 
+/** Whether a controller made this object (a Deployment's ReplicaSet, a CronJob's Job). */
+export function hasController(obj: KubeObject): boolean {
+  return (obj.metadata?.ownerReferences ?? []).some(o => o.controller === true);
+}
+
 /**
  * The pod spec of a Pod or of a workload's pod template, or undefined when the object has none
  * (an unknown kind, or a malformed object without spec). Missing metadata is created on the object

@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { answer, type EngineDeps } from "../engine";
-import { isPod, isWorkload, type KubeObject } from "../pod";
+import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
 import { isIgnoredNamespace } from "../settings";
 import {
   buildReport,
@@ -142,7 +142,7 @@ export class ReportScanner {
       return phase !== "Succeeded" && phase !== "Failed";
     }
     // A Deployment's ReplicaSet, a CronJob's Job: their owner is reported, with their template.
-    return isWorkload(obj) && !(obj.metadata.ownerReferences ?? []).some(o => o.controller);
+    return isWorkload(obj) && !hasController(obj);
   }
 
   /**

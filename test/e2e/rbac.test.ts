@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { KubeObject } from "../../lib/pod";
 import { admit } from "../support/admission";
 import { describeAttributes } from "../support/authorization";
-import { REPO_ROOT, startController, type Controller } from "../support/controller";
+import { REPO_ROOT, startController, startWatcher, type Controller } from "../support/controller";
 import { node } from "./cases";
 import { loadManifests } from "../support/manifests";
 import {
@@ -69,11 +69,8 @@ async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
 }
 
 /** Pepr's watcher (the Deployment `pepr build` adds for Watch bindings), as the same ServiceAccount. */
-const startWatcher = (api: StandInApi) =>
-  startController({
-    api,
-    env: { PEPR_WATCH_MODE: "true", ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" },
-  });
+const startModuleWatcher = (api: StandInApi) =>
+  startWatcher({ api, env: { ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" } });
 
 const rbac = loadModuleRbac();
 
@@ -94,7 +91,7 @@ describe("RBAC e2e: the controller under exactly the generated rules", () => {
 
   beforeAll(async () => {
     ({ api, controller } = await start(rbac));
-    watcher = await startWatcher(api);
+    watcher = await startModuleWatcher(api);
     await cachesSynced(api);
   }, 60_000);
 

@@ -3,7 +3,7 @@
 // stand-in holds, writes one PolicyReport per namespace and an Event on each pod the module fixed.
 import type { KubeObject } from "../../lib/pod";
 import type { PolicyReport } from "../../lib/reports/policy-report";
-import { startController, type Controller } from "../support/controller";
+import { startWatcher, type Controller } from "../support/controller";
 import { useEnvironment } from "../support/environment";
 import { eventually } from "../support/wait";
 
@@ -22,9 +22,9 @@ const env = useEnvironment({
 let watcher: Controller;
 
 beforeAll(async () => {
-  watcher = await startController({
+  watcher = await startWatcher({
     api: env.api,
-    env: { PEPR_WATCH_MODE: "true", ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" },
+    env: { ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" },
   });
 }, 60_000);
 afterAll(async () => {

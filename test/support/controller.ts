@@ -113,6 +113,14 @@ process.once("exit", () => {
   for (const child of running) child.kill("SIGKILL");
 });
 
+/**
+ * The same bundle as Pepr's watcher Deployment runs it (PEPR_WATCH_MODE=true): its Watch bindings
+ * (capabilities/reports) instead of the webhook; it serves /healthz and /metrics only.
+ */
+export function startWatcher(options: ControllerOptions): Promise<Controller> {
+  return startController({ ...options, env: { ...options.env, PEPR_WATCH_MODE: "true" } });
+}
+
 export async function startController(options: ControllerOptions): Promise<Controller> {
   const bundle = options.bundle ?? bundlePath();
   if (!existsSync(bundle))

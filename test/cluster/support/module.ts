@@ -13,7 +13,13 @@ import { parseAllDocuments } from "yaml";
 import { peprStoreCRD } from "pepr/src/lib/assets/store";
 import type { KubeObject } from "../../../lib/pod";
 import { createTestCerts, type TestCerts } from "../../support/certs";
-import { bundlePath, freePort, startController, type Controller } from "../../support/controller";
+import {
+  bundlePath,
+  freePort,
+  startController,
+  startWatcher,
+  type Controller,
+} from "../../support/controller";
 import { moduleYamlPath } from "../../support/module-rbac";
 import { kubeconfigYaml } from "../../support/kubeconfig";
 import { KubeClient, pathOf, statusMessage } from "./kube-client";
@@ -158,11 +164,7 @@ export async function installModule(
     manifest,
     controller: await startController(controllerOptions),
     watcher: options.watcher
-      ? await startController({
-          ...controllerOptions,
-          port: await freePort(),
-          env: { ...options.env, PEPR_WATCH_MODE: "true" },
-        })
+      ? await startWatcher({ ...controllerOptions, port: await freePort() })
       : undefined,
     async stopController() {
       await installed.controller.stop();
