@@ -25,6 +25,7 @@ export default [
       "bench/runs",
       "jest.config.js",
       "jest.cluster.config.js",
+      "jest.node.config.js",
       "test/cluster/support/sequencer.js",
       "test/support/quiet-pepr.js",
     ],

@@ -16,8 +16,9 @@ module.exports = {
   testEnvironment: "node",
   roots: ["<rootDir>/test"],
   testMatch: ["**/*.test.ts"],
-  // The real-Kubernetes suite has its own config (jest.cluster.config.js, npm run test:cluster).
-  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster/"],
+  // The real-Kubernetes suite has its own configs (jest.cluster.config.js and, for the node tier,
+  // jest.node.config.js: npm run test:cluster).
+  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster/", "<rootDir>/test/node/"],
   transform: {
     "^.+\\.[tj]s$": ["ts-jest", { tsconfig: "tsconfig.test.json" }],
   },

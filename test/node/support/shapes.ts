@@ -1,0 +1,157 @@
+// The image shapes ML teams really run, each with the same probe: a small program that does what
+// training and serving code does and exits non-zero if any step fails.
+//
+// - root-built: no USER, no non-root user in /etc/passwd, WORKDIR /workspace owned by root (most
+//   ML base images: the framework images, a Dockerfile that never says USER);
+// - nonroot-numeric: `USER 1001`, a user 1001 whose HOME and WORKDIR it owns (a well-built image);
+// - nonroot-named: `USER ml` (1002), the same but named: the kubelet cannot check runAsNonRoot on a
+//   name;
+// - user-1000: `USER 1000` with group 100 and a home in /etc/passwd (the notebook images' jovyan).
+import { baseFiles, buildImage, type BuiltImage, type ImageFile, type ImageSpec } from "./images";
+
+/**
+ * The probe. MODE=train (default): write ~/.cache/huggingface and ~/.cache/torch (HOME as the
+ * runtime set it: from /etc/passwd, "/" for a UID it does not list), a file under /tmp, ./outputs
+ * in the WORKDIR, /dev/shm, and a checkpoint in $CHECKPOINT_DIR when set. MODE=serve: read the
+ * model file and serve it over HTTP, writing nothing. Each step prints `ok` or `FAIL` with the
+ * error; the summary is the last line, which the kubelet keeps as the termination message.
+ */
+export const PROBE = `#!/bin/sh
+failed=""
+step() {
+  name="$1"; shift
+  if out=$("$@" 2>&1); then echo "ok   $name"; else echo "FAIL $name: $out"; failed="$failed $name"; fi
+}
+write() { mkdir -p "$1" && echo probe > "$1/probe.$$" ; }
+echo "uid=$(id -u) gid=$(id -g) groups=$(id -G) HOME=$HOME PWD=$(pwd)"
+if [ "\${MODE:-train}" = serve ]; then
+  step read-model cat /srv/model.txt
+  [ -n "$failed" ] && { echo "probe failed:$failed" | tee /dev/termination-log; exit 1; }
+  exec httpd -f -p 8080 -h /srv
+fi
+step hf-cache write "$HOME/.cache/huggingface"
+step torch-cache write "$HOME/.cache/torch"
+step tmp write /tmp
+step outputs write ./outputs
+step shm write /dev/shm
+[ -n "$CHECKPOINT_DIR" ] && step checkpoint write "$CHECKPOINT_DIR"
+if [ -n "$failed" ]; then
+  echo "probe failed:$failed" | tee /dev/termination-log
+  exit 1
+fi
+echo "probe ok" | tee /dev/termination-log
+`;
+
+export const SHAPES = ["root-built", "nonroot-numeric", "nonroot-named", "user-1000"] as const;
+export type Shape = (typeof SHAPES)[number];
+
+/** What a reader of the table needs to know about each shape. */
+export const SHAPE_USERS: Record<Shape, string> = {
+  "root-built": "no USER (root), WORKDIR /workspace root-owned",
+  "nonroot-numeric": "USER 1001, owns HOME and WORKDIR",
+  "nonroot-named": "USER ml (1002), owns HOME and WORKDIR",
+  "user-1000": "USER 1000 (gid 100), home in /etc/passwd",
+};
+
+export const imageOf = (shape: Shape) => `localhost/admission-guard/probe-${shape}:1`;
+
+const ROOT_PASSWD = "root:x:0:0:root:/root:/bin/sh\n";
+const ROOT_GROUP = "root:x:0:\n";
+
+function common(passwd: string, group: string): ImageFile[] {
+  return [
+    ...baseFiles(passwd, group),
+    { path: "usr/local/bin/probe", content: PROBE, mode: 0o755 },
+    { path: "srv", mode: 0o755 },
+    { path: "srv/model.txt", content: "weights\n", mode: 0o644 },
+  ];
+}
+
+function nonRoot(
+  shape: Shape,
+  user: { name: string; uid: number; gid: number; group: string; home: string; workdir: string },
+  imageUser: string,
+): ImageSpec {
+  const { name, uid, gid, home, workdir } = user;
+  const passwd = `${ROOT_PASSWD}${name}:x:${uid}:${gid}::${home}:/bin/sh\n`;
+  const group = `${ROOT_GROUP}${user.group}:x:${gid}:\n`;
+  return {
+    tags: [imageOf(shape)],
+    files: [
+      ...common(passwd, group),
+      { path: home.slice(1), mode: 0o755, uid, gid },
+      { path: workdir.slice(1), mode: 0o755, uid, gid },
+    ],
+    config: {
+      User: imageUser,
+      WorkingDir: workdir,
+      Entrypoint: ["/usr/local/bin/probe"],
+      Env: ["PATH=/bin:/usr/local/bin"],
+    },
+  };
+}
+
+export function shapeSpec(shape: Shape): ImageSpec {
+  switch (shape) {
+    case "root-built":
+      return {
+        tags: [imageOf(shape)],
+        files: [...common(ROOT_PASSWD, ROOT_GROUP), { path: "workspace", mode: 0o755 }],
+        config: {
+          WorkingDir: "/workspace",
+          Entrypoint: ["/usr/local/bin/probe"],
+          Env: ["PATH=/bin:/usr/local/bin"],
+        },
+      };
+    case "nonroot-numeric":
+      return nonRoot(
+        shape,
+        { name: "app", uid: 1001, gid: 1001, group: "app", home: "/home/app", workdir: "/app" },
+        "1001",
+      );
+    case "nonroot-named":
+      return nonRoot(
+        shape,
+        {
+          name: "ml",
+          uid: 1002,
+          gid: 1002,
+          group: "ml",
+          home: "/home/ml",
+          workdir: "/home/ml/work",
+        },
+        "ml",
+      );
+    case "user-1000":
+      return nonRoot(
+        shape,
+        {
+          name: "jovyan",
+          uid: 1000,
+          gid: 100,
+          group: "users",
+          home: "/home/jovyan",
+          workdir: "/home/jovyan",
+        },
+        "1000",
+      );
+  }
+}
+
+/** A shape under other names (a seed's image), with more environment (MODE=serve). */
+export interface ImageVariant {
+  shape: Shape;
+  tags: string[];
+  env?: string[];
+}
+
+/** Every shape built into `outDir`, and each variant as an image of its own. */
+export function buildShapes(outDir: string, variants: ImageVariant[] = []): BuiltImage[] {
+  const built = SHAPES.map(shape => buildImage(shapeSpec(shape), outDir));
+  for (const variant of variants) {
+    const spec = shapeSpec(variant.shape);
+    const config = { ...spec.config, Env: [...(spec.config.Env ?? []), ...(variant.env ?? [])] };
+    built.push(buildImage({ ...spec, tags: variant.tags, config }, outDir));
+  }
+  return built;
+}

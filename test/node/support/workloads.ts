@@ -1,0 +1,178 @@
+// Pods for the node tier, and what became of them: Succeeded, Failed (with the probe's own
+// summary), Running (servers), or never started (the kubelet's reason: the image runs as root under
+// runAsNonRoot, a named user it cannot check...), or denied at admission.
+import type { V1Pod, V1PodSpec, V1SecurityContext } from "@kubernetes/client-node";
+import type { KubeObject } from "../../../lib/pod";
+import type { Cluster } from "../../cluster/support/cluster";
+import { imageOf, type ImageVariant, type Shape } from "./shapes";
+
+/**
+ * The seeds' image names, loaded into the node as probe images (no registry on the internet
+ * serves them here): the trainers are root-built images that train, the GPT-4 canary a root-built
+ * image that serves. CRI names images fully (`openai/...` is `docker.io/openai/...`).
+ */
+export const SEED_IMAGES: ImageVariant[] = [
+  { shape: "root-built", tags: ["ghcr.io/run-llama/llama-index:latest"] },
+  { shape: "root-built", tags: ["private-registry.com/mlflow-train:latest"] },
+  { shape: "root-built", tags: ["docker.io/openai/gpt4-inference:latest"], env: ["MODE=serve"] },
+];
+
+/** What Pod Security "restricted" asks for, and nothing more: the baseline a job must keep. */
+export const MINIMAL_RESTRICTED = {
+  pod: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+  container: {
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ["ALL"] },
+  } satisfies V1SecurityContext,
+};
+
+export const CHECKPOINT_DIR = "/checkpoints";
+
+export interface ProbePodOptions {
+  name: string;
+  namespace: string;
+  shape: Shape;
+  /** "minimal": the four fields Pod Security asks for; "none": no securityContext at all. */
+  securityContext: "minimal" | "none";
+  labels?: Record<string, string>;
+}
+
+/** A training probe pod: runs once, writes its caches, /tmp, ./outputs, /dev/shm and a checkpoint. */
+export function probePod(options: ProbePodOptions): KubeObject {
+  const minimal = options.securityContext === "minimal";
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: options.name,
+      namespace: options.namespace,
+      labels: { app: "probe", shape: options.shape, ...options.labels },
+    },
+    spec: {
+      restartPolicy: "Never",
+      ...(minimal ? { securityContext: MINIMAL_RESTRICTED.pod } : {}),
+      containers: [
+        {
+          name: "probe",
+          image: imageOf(options.shape),
+          imagePullPolicy: "IfNotPresent",
+          env: [{ name: "CHECKPOINT_DIR", value: CHECKPOINT_DIR }],
+          volumeMounts: [{ name: "checkpoints", mountPath: CHECKPOINT_DIR }],
+          terminationMessagePolicy: "FallbackToLogsOnError",
+          ...(minimal ? { securityContext: MINIMAL_RESTRICTED.container } : {}),
+        },
+      ],
+      volumes: [{ name: "checkpoints", emptyDir: {} }],
+    } satisfies V1PodSpec,
+  };
+}
+
+/** Kubelet reasons that mean the container will not start without a change to the pod. */
+const STUCK = new Set([
+  "CreateContainerConfigError",
+  "CreateContainerError",
+  "RunContainerError",
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "ErrImageNeverPull",
+  "InvalidImageName",
+]);
+
+export type Outcome =
+  | { kind: "Succeeded" }
+  | { kind: "Running" }
+  | { kind: "Failed"; message: string }
+  | { kind: "NotStarted"; reason: string; message: string }
+  | { kind: "Pending"; message: string }
+  | { kind: "Denied"; message: string };
+
+/** What became of a pod so far; undefined while it is still on its way. */
+export function outcomeOf(pod: KubeObject, waitFor: "completion" | "running"): Outcome | undefined {
+  const { status } = pod as V1Pod;
+  const container = status?.containerStatuses?.[0];
+  if (status?.phase === "Succeeded") return { kind: "Succeeded" };
+  if (status?.phase === "Failed")
+    return {
+      kind: "Failed",
+      message: (container?.state?.terminated?.message ?? status.message ?? "").trim(),
+    };
+  const waiting = container?.state?.waiting;
+  if (waiting?.reason && STUCK.has(waiting.reason))
+    return { kind: "NotStarted", reason: waiting.reason, message: waiting.message ?? "" };
+  if (waitFor === "running" && container?.ready) return { kind: "Running" };
+  return undefined;
+}
+
+/** One table cell: the outcome and the first words of its reason (the API server's, the kubelet's). */
+export function describeOutcome(outcome: Outcome, width = 110): string {
+  const short = (text: string) => {
+    const plain = text
+      .replace(/^admission webhook "[^"]+" denied the request: /, "")
+      .replace(/ \(pod: "[^"]+", container: [^)]+\)/, "");
+    return plain.length > width ? `${plain.slice(0, width)}...` : plain;
+  };
+  switch (outcome.kind) {
+    case "Succeeded":
+    case "Running":
+      return outcome.kind;
+    case "Failed":
+      return `Failed (${short(outcome.message.split("\n").pop() ?? "")})`;
+    case "NotStarted":
+      return `${outcome.reason} (${short(outcome.message)})`;
+    case "Pending":
+      return `Pending (${short(outcome.message)})`;
+    case "Denied":
+      return `denied: ${short(outcome.message)}`;
+  }
+}
+
+/**
+ * Creates the pods (as the admin, through every admission webhook) and waits until each has an
+ * outcome. A pod refused at admission is "Denied" with the API server's message.
+ */
+export async function runPods(
+  cluster: Cluster,
+  pods: KubeObject[],
+  waitFor: "completion" | "running" = "completion",
+  timeoutMs = 90_000,
+): Promise<Map<string, Outcome>> {
+  const outcomes = new Map<string, Outcome>();
+  await Promise.all(
+    pods.map(async pod => {
+      const ns = pod.metadata!.namespace!;
+      const res = await cluster.admin.create(`/api/v1/namespaces/${ns}/pods`, pod);
+      if (res.status >= 300)
+        outcomes.set(pod.metadata!.name!, {
+          kind: "Denied",
+          message: String((res.body as { message?: string }).message ?? res.text),
+        });
+    }),
+  );
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const waiting = pods.filter(p => !outcomes.has(p.metadata!.name!));
+    for (const pod of waiting) {
+      const { namespace, name } = pod.metadata!;
+      const stored = (await cluster.admin.get(`/api/v1/namespaces/${namespace}/pods/${name}`)).body;
+      const outcome = outcomeOf(stored, waitFor);
+      if (outcome) outcomes.set(name!, outcome);
+      else if (Date.now() > deadline) {
+        const conditions = ((stored as V1Pod).status?.conditions ?? [])
+          .filter(c => c.status !== "True")
+          .map(c => `${c.type}: ${c.reason ?? ""} ${c.message ?? ""}`.trim());
+        outcomes.set(name!, {
+          kind: "Pending",
+          message: [(stored as V1Pod).status?.phase, ...conditions].filter(Boolean).join("; "),
+        });
+      }
+    }
+    if (pods.every(p => outcomes.has(p.metadata!.name!))) return outcomes;
+    await new Promise(r => setTimeout(r, 500));
+  }
+}
+
+/** A markdown table, printed by the suites so a reader sees the outcomes at a glance. */
+export function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
