@@ -14,7 +14,7 @@
 // The kubelet and kube-proxy change the host while they run (sysctls, iptables chains, mounts,
 // network namespaces, cgroups): stop() puts each back, and so does the next run for one that died
 // (processes.ts onStaleRun).
-import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -436,11 +436,4 @@ async function bringUp(
       cleanUpHost(dir, netnsBefore);
     },
   };
-}
-
-/** `ctr` output for a quick look when a test needs it (image list, for instance). */
-export function ctrSync(bins: NodeBinaries, socket: string, args: string[]): string {
-  return execFileSync(bins.ctr!, ["--address", socket, "--namespace", "k8s.io", ...args], {
-    encoding: "utf8",
-  });
 }
