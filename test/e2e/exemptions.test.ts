@@ -85,8 +85,11 @@ describe("an exempted privileged pod", () => {
     expect(metrics).toMatch(
       /admission_guard_decisions\{capability="security-context",rule="privileged",outcome="exempted"\} [1-9]/,
     );
-    expect(env.controller.logs()).toContain(
-      "exempted: security-context/privileged waived by Exemption admission-guard-exemptions/gpu-driver",
+    // The log line may reach the pipe a moment after the response.
+    await eventually(() =>
+      expect(env.controller.logs()).toContain(
+        "exempted: security-context/privileged waived by Exemption admission-guard-exemptions/gpu-driver",
+      ),
     );
     // check, given the same cluster, says the same.
     const parity = await checkParity(env.controller, driverPod(), { objects: env.api.objects() });
