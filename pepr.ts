@@ -5,6 +5,7 @@ import cfg from "./package.json";
 import { capabilities, policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
+import { imageInspectorFor } from "./lib/images/inspector";
 import { configureAdmission } from "./lib/pepr-adapter";
 import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
@@ -45,6 +46,7 @@ const cluster = new LiveCluster(Log, {
   exemptionsNamespace: settings.exemptions.enabled ? settings.exemptions.namespace : undefined,
   // New namespaces get their ServiceAccount from the admission controller only.
   serviceAccountFor: watcher ? undefined : ns => serviceAccountForNewNamespace(ns, settings),
+  images: settings.images.inspect ? imageInspectorFor(settings, Log) : undefined,
 });
 // The caches live in each process that judges (not in a Watch binding, which runs in the watcher
 // pod only). At build time Pepr only loads the module to read its bindings: no cluster then.

@@ -6,6 +6,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { SnapshotCluster } from "../lib/cluster";
+import { imageInspectorFor } from "../lib/images/inspector";
 import { review } from "../lib/engine";
 import { describeObject, type KubeObject } from "../lib/pod";
 import type { Operation } from "../lib/policy";
@@ -48,6 +49,10 @@ Options:
                            wgpolicyk8s.io/v1alpha2 PolicyReport per namespace, as YAML: what the
                            watcher writes in the cluster for the objects that run)
       --fix                write the fixed manifests back to their files (stdin: to stdout)
+      --inspect-images     read each image's config (User, WorkingDir, Env) from its registry,
+                           as the webhook does (settings images.plainHttp, images.budgetMs);
+                           without it each image counts as not inspected, and the output says
+                           which user the fix assumed
   -h, --help               this help
 
 Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or parse errors.
@@ -66,6 +71,7 @@ interface CheckOptions {
   operation: Operation;
   output: OutputFormat;
   fix: boolean;
+  inspectImages: boolean;
   help: boolean;
 }
 
@@ -83,6 +89,7 @@ export function parseCheckArgs(argv: string[]): CheckOptions {
         operation: { type: "string", default: "CREATE" },
         output: { type: "string", short: "o", default: "text" },
         fix: { type: "boolean", default: false },
+        "inspect-images": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
     });
@@ -108,6 +115,7 @@ export function parseCheckArgs(argv: string[]): CheckOptions {
     operation,
     output: values.output as OutputFormat,
     fix: values.fix,
+    inspectImages: values["inspect-images"],
     help: values.help,
   };
 }
@@ -212,7 +220,11 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const inputNamespaces = files
     .flatMap(f => f.objects.map(o => o.object))
     .filter(o => o.kind === "Namespace" && !known.has(o.metadata?.name));
-  const cluster = new SnapshotCluster([...clusterObjects, ...inputNamespaces], io.rbac);
+  const cluster = new SnapshotCluster(
+    [...clusterObjects, ...inputNamespaces],
+    io.rbac,
+    opts.inspectImages ? imageInspectorFor(settings) : undefined,
+  );
 
   const results: Checked[] = [];
   let internalErrors = 0;

@@ -17,7 +17,10 @@ import type {
 } from "@kubernetes/client-node";
 import { AccessReviews } from "./access-reviews";
 import { describeError } from "./api-calls";
+import type { ImageRef } from "./image-reference";
+import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
 import {
+  imageConfigsVia,
   namespaceInfoOf,
   type ClusterView,
   type EnsureResult,
@@ -42,6 +45,8 @@ export interface LiveClusterOptions {
    * anyway; creating it with the namespace takes that API call off the first pod's admission.
    */
   serviceAccountFor?: (ns: NamespaceInfo) => string | undefined;
+  /** Reads image configs from registries (settings.images.inspect); none: every image unknown. */
+  images?: ImageInspector;
 }
 
 export class LiveCluster implements ClusterView {
@@ -196,5 +201,9 @@ export class LiveCluster implements ClusterView {
     secrets: string[],
   ): Promise<SecretAccess | undefined> {
     return this.accessReviews.secretAccess(namespace, serviceAccount, secrets);
+  }
+
+  imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>> {
+    return imageConfigsVia(this.options.images, refs, platform, "images.inspect is off");
   }
 }

@@ -10,10 +10,12 @@ import type {
   V1ServiceAccount,
 } from "@kubernetes/client-node";
 import { isExemptionObject } from "./exemptions";
+import type { ImageRef } from "./image-reference";
+import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
 import type { KubeObject } from "./pod";
 import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "./rbac";
 
-export type { RbacEvaluator, SecretAccess };
+export type { RbacEvaluator, SecretAccess, ImageLookup, Platform };
 
 export interface NamespaceInfo {
   name: string;
@@ -58,7 +60,32 @@ export interface ClusterView {
     serviceAccount: string,
     secrets: string[],
   ): Promise<SecretAccess | undefined>;
+  /**
+   * The images' configs (User, WorkingDir, Env) for a platform, keyed by normalised reference;
+   * "unknown", with the reason, when they cannot be read (inspection off, registry down, offline).
+   * Bounded by settings.images.budgetMs; never throws.
+   */
+  imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>>;
 }
+
+/** Every image unknown, for the same reason. */
+export function unknownImages(refs: ImageRef[], reason: string): Map<string, ImageLookup> {
+  return new Map(refs.map(r => [r.normalised, { state: "unknown" as const, reason }]));
+}
+
+/** Through the inspector when there is one; otherwise every image unknown with `offReason`. */
+export function imageConfigsVia(
+  inspector: ImageInspector | undefined,
+  refs: ImageRef[],
+  platform: Platform,
+  offReason: string,
+): Promise<Map<string, ImageLookup>> {
+  if (!refs.length) return Promise.resolve(new Map());
+  return inspector ? inspector.inspect(refs, platform) : Promise.resolve(unknownImages(refs, offReason));
+}
+
+/** Why an image is unknown to `check` when it was not asked to read registries. */
+export const OFFLINE_IMAGES = "check reads image configs with --inspect-images";
 
 const str = (m: unknown): Record<string, string> =>
   m && typeof m === "object" && !Array.isArray(m) ? (m as Record<string, string>) : {};
@@ -83,6 +110,8 @@ export class SnapshotCluster implements ClusterView {
     readonly objects: KubeObject[] = [],
     /** Answers secret access from the snapshot's RBAC objects (lib/rbac.ts unless a test injects another). */
     private readonly rbac: RbacEvaluator = evaluateSecretAccess,
+    /** Reads image configs from registries (`check --inspect-images`); none: every image unknown. */
+    private readonly images?: ImageInspector,
   ) {
     for (const obj of objects) {
       if (!obj || typeof obj !== "object" || !obj.kind) continue;
@@ -155,5 +184,9 @@ export class SnapshotCluster implements ClusterView {
     secrets: string[],
   ): Promise<SecretAccess | undefined> {
     return this.rbac(this.objects, namespace, serviceAccount, secrets);
+  }
+
+  imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>> {
+    return imageConfigsVia(this.images, refs, platform, OFFLINE_IMAGES);
   }
 }

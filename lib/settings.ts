@@ -19,6 +19,8 @@ export const NS_KEYS = {
   serviceAccount: "admission-guard.dev/service-account",
   /** Namespace annotation: comma-separated registries, narrowing registries.allowed for the namespace. */
   allowedRegistries: "admission-guard.dev/allowed-registries",
+  /** Namespace label: off | fill, overriding securityContext.readOnlyRootFilesystem there. */
+  readOnlyRoot: "admission-guard.dev/read-only-root-filesystem",
   /** Object annotation: what admission-guard changed, one capability/rule a line. */
   fixed: "admission-guard.dev/fixed",
   /** Object annotation: fixes that failed, {capability: reason} (the validating webhook denies with them). */
@@ -26,6 +28,8 @@ export const NS_KEYS = {
 } as const;
 
 const quantityLike = z.number().int().nonnegative();
+const absolutePath = z.string().regex(/^\/[^\0]*$/, "must be an absolute path");
+export const READ_ONLY_ROOT = ["off", "fill"] as const;
 
 /** A namespace name (RFC 1123 label), as the API server accepts it. */
 const namespaceName = z
@@ -65,12 +69,32 @@ export const SettingsSchema = z.strictObject({
       enabled: z.boolean().default(true),
       /** Fill unset restricted-level fields on Pod CREATE. Off: validate only. */
       mutate: z.boolean().default(true),
+      /** For an image built to run as root or as a named user, or not inspected. */
       runAsUser: z.number().int().min(1).default(1000),
       runAsGroup: z.number().int().min(0).default(3000),
+      /**
+       * HOME for a container that runs as runAsUser in an image built for root (or a named user):
+       * an emptyDir mounted here and HOME set to it, so caches (~/.cache, ~/.triton) can be written.
+       */
+      homePath: absolutePath.default("/home/workload"),
+      /**
+       * readOnlyRootFilesystem: "off" leaves it alone (Pod Security does not ask for it, and it is
+       * the fix most likely to break a job); "fill" sets it where unset, with emptyDirs at
+       * writablePaths and HOME. A namespace label may choose otherwise.
+       */
+      readOnlyRootFilesystem: z.enum(READ_ONLY_ROOT).default("off"),
       /** Paths that get an emptyDir when the root filesystem is made read-only. */
-      writablePaths: z
-        .array(z.string().regex(/^\/[^\0]*$/, "must be an absolute path"))
-        .default(["/tmp"]),
+      writablePaths: z.array(absolutePath).default(["/tmp"]),
+    })
+    .prefault({}),
+  images: z
+    .strictObject({
+      /** Read each image's config (User, WorkingDir, Env) from its registry to fix pods to fit it. */
+      inspect: z.boolean().default(true),
+      /** Registry hosts (with port) spoken to over plain HTTP, as containerd's insecure registries. */
+      plainHttp: z.array(registryPrefix).default([]),
+      /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
+      budgetMs: z.number().int().min(50).max(8000).default(2000),
     })
     .prefault({}),
   labels: z

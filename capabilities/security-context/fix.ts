@@ -1,21 +1,41 @@
 // The mutation: fill what Pod Security Standards restricted needs and the user left unset, never
-// change what the user set (an explicit `readOnlyRootFilesystem: false` or `runAsNonRoot: false` is
-// left for validation to deny with its fix). Idempotent: every fill is guarded by "still unset".
+// change what the user set (an explicit `runAsNonRoot: false` is left for validation to deny with
+// its fix). Idempotent: every fill is guarded by "still unset".
+//
+// The user a pod runs as follows its images (image-user.ts): an image built with a numeric
+// non-root USER keeps it, and so keeps its files; an image built for root (or a named user) runs as
+// the configured UID with a writable HOME. fsGroup makes writable volumes writable by that user.
+// readOnlyRootFilesystem is filled only when asked (securityContext.readOnlyRootFilesystem=fill or
+// the namespace label): Pod Security does not require it, and it is the fix most likely to break
+// a job.
+//
 // Windows pods get only what the API allows for them (spec.os.name=windows forbids runAsUser,
-// runAsGroup, seccompProfile and the container fields set here; runAsNonRoot is allowed).
-import { containersOf, fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
+// runAsGroup, seccompProfile, fsGroup and the container fields set here; runAsNonRoot is allowed).
+import type { V1Container } from "@kubernetes/client-node";
+import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import type { Settings } from "../../lib/settings";
 import { type RuleChange } from "../../lib/policy";
 import { asArray, asObject, isUserNamespacePod, isWindowsPod, type Obj } from "./checks/helpers";
+import { identityFor, imageContainers, type Identity, type ImageUser } from "./image-user";
 
 export const CAPABILITY = "security-context";
 
 type SecuritySettings = Settings["securityContext"];
 
+export interface FixInputs {
+  /** Each container's image user (image-user.ts); a container missing here counts as unknown. */
+  users?: ReadonlyMap<V1Container, ImageUser>;
+  /** Whether to fill readOnlyRootFilesystem (the setting, or the namespace's label). */
+  readOnlyRoot?: "off" | "fill";
+}
+
 const unset = (x: unknown) => x === undefined || x === null;
 
 /** Adding SYS_ADMIN makes allowPrivilegeEscalation=false invalid (the API rejects the pair). */
 const SYS_ADMIN = new Set(["CAP_SYS_ADMIN", "SYS_ADMIN"]);
+
+/** Volume types whose files a non-root user must be given by fsGroup to write. */
+const WRITABLE_VOLUME_TYPES = ["persistentVolumeClaim", "emptyDir", "ephemeral"];
 
 class Recorder {
   readonly changes: RuleChange[] = [];
@@ -37,26 +57,85 @@ function securityContext(holder: Obj, key = "securityContext"): Obj | undefined 
   return asObject(holder[key]);
 }
 
-export function fixPodSecurity(template: PodTemplateRef, settings: SecuritySettings): RuleChange[] {
+/** Who each container runs as when the pod leaves it to us: undefined where the pod already says. */
+function identities(
+  template: PodTemplateRef,
+  podSc: Obj | undefined,
+  settings: SecuritySettings,
+  inputs: FixInputs,
+): Map<V1Container, Identity> {
+  // Keyed by the container object: ContainerRefs are made afresh by every walk.
+  const out = new Map<V1Container, Identity>();
+  if (!podSc || !unset(podSc.runAsUser)) return out;
+  for (const ref of imageContainers(template)) {
+    const own = asObject((ref.container as unknown as Obj).securityContext);
+    if (own && !unset(own.runAsUser)) continue;
+    const user = inputs.users?.get(ref.container) ?? {
+      kind: "unknown" as const,
+      image: String(ref.container.image ?? ""),
+      reason: "not looked up",
+    };
+    out.set(ref.container, identityFor(user, settings));
+  }
+  return out;
+}
+
+export function fixPodSecurity(
+  template: PodTemplateRef,
+  settings: SecuritySettings,
+  inputs: FixInputs = {},
+): RuleChange[] {
   const spec = asObject(template.spec);
   if (!spec) return [];
   const rec = new Recorder();
   const windows = isWindowsPod(template);
-  const containers = containersOf(template);
   const before = spec.securityContext;
   const podSc = securityContext(spec);
-  if (podSc) fixPodLevel(template, podSc, containers, settings, windows, rec);
-  if (unset(before) && podSc && Object.keys(podSc).length === 0) delete spec.securityContext;
+  const chosen =
+    windows || isUserNamespacePod(template)
+      ? new Map()
+      : identities(template, podSc, settings, inputs);
+  if (podSc) fixPodLevel(template, podSc, chosen, settings, windows, rec);
   if (!windows) {
-    for (const ref of containers) fixContainer(template, spec, ref, settings, rec);
+    for (const ref of imageContainersAndEphemeral(template))
+      fixContainer(template, spec, ref, chosen.get(ref.container), settings, inputs, rec);
+    if (podSc) fixFsGroup(template, spec, podSc, chosen, settings, rec);
   }
+  if (unset(before) && podSc && Object.keys(podSc).length === 0) delete spec.securityContext;
   return rec.changes;
+}
+
+function imageContainersAndEphemeral(template: PodTemplateRef): ContainerRef[] {
+  const list = (template.spec as unknown as Obj).ephemeralContainers;
+  const ephemeral: ContainerRef[] = Array.isArray(list)
+    ? list.flatMap((container, index) =>
+        asObject(container)
+          ? [
+              {
+                kind: "ephemeralContainers" as const,
+                index,
+                container: container as V1Container,
+                path: fieldPath(template, `spec.ephemeralContainers[${index}]`),
+              },
+            ]
+          : [],
+      )
+    : [];
+  return [...imageContainers(template), ...ephemeral];
+}
+
+/** The one identity every container shares, if they do. */
+function shared(chosen: Map<V1Container, Identity>): Identity | undefined {
+  const all = [...chosen.values()];
+  if (!all.length) return undefined;
+  const [first] = all;
+  return all.every(i => i.uid === first.uid && i.gid === first.gid) ? first : undefined;
 }
 
 function fixPodLevel(
   template: PodTemplateRef,
   sc: Obj,
-  containers: ContainerRef[],
+  chosen: Map<V1Container, Identity>,
   settings: SecuritySettings,
   windows: boolean,
   rec: Recorder,
@@ -66,11 +145,17 @@ function fixPodLevel(
   if (!isUserNamespacePod(template)) {
     if (unset(sc.runAsNonRoot))
       rec.set(sc, "runAsNonRoot", true, at("runAsNonRoot"), "runAsNonRoot");
-    if (!windows && unset(sc.runAsUser))
-      rec.set(sc, "runAsUser", settings.runAsUser, at("runAsUser"), "runAsUser");
-    if (!windows && unset(sc.runAsGroup))
-      rec.set(sc, "runAsGroup", settings.runAsGroup, at("runAsGroup"), "runAsGroup");
+    // One identity for all: said once, at the pod. Otherwise each container gets its own below.
+    const common = chosen.size ? shared(chosen) : undefined;
+    const noContainers = !windows && unset(sc.runAsUser) && !chosen.size;
+    const identity =
+      common ?? (noContainers ? { uid: settings.runAsUser, gid: settings.runAsGroup } : undefined);
+    if (!windows && identity && unset(sc.runAsUser))
+      rec.set(sc, "runAsUser", identity.uid, at("runAsUser"), "runAsUser");
+    if (!windows && identity?.gid !== undefined && unset(sc.runAsGroup))
+      rec.set(sc, "runAsGroup", identity.gid, at("runAsGroup"), "runAsGroup");
   }
+  const containers = imageContainersAndEphemeral(template);
   const everyContainerHasOwn =
     containers.length > 0 &&
     containers.every(
@@ -87,17 +172,66 @@ function fixPodLevel(
   }
 }
 
+/**
+ * fsGroup, when the pod mounts volumes a non-root user must write (a PersistentVolumeClaim, an
+ * emptyDir, an ephemeral volume) and leaves it unset: the pod's group, so its files are writable
+ * by the user it runs as. OnRootMismatch: the kubelet changes ownership only when the volume's root
+ * does not match already (a large volume is not walked on every start).
+ */
+function fixFsGroup(
+  template: PodTemplateRef,
+  spec: Obj,
+  sc: Obj,
+  chosen: Map<V1Container, Identity>,
+  settings: SecuritySettings,
+  rec: Recorder,
+): void {
+  if (!unset(sc.fsGroup)) return;
+  const writable = asArray(spec.volumes).some(v => {
+    const volume = asObject(v);
+    return volume && WRITABLE_VOLUME_TYPES.some(type => !unset(volume[type]));
+  });
+  if (!writable) return;
+  const first = [...chosen.values()][0];
+  const group =
+    typeof sc.runAsGroup === "number"
+      ? sc.runAsGroup
+      : first
+        ? (first.gid ?? first.uid)
+        : typeof sc.runAsUser === "number" && sc.runAsUser > 0
+          ? sc.runAsUser
+          : settings.runAsGroup;
+  const at = (field: string) => fieldPath(template, `spec.securityContext.${field}`);
+  rec.set(sc, "fsGroup", group, at("fsGroup"), "fsGroup");
+  if (unset(sc.fsGroupChangePolicy))
+    rec.set(sc, "fsGroupChangePolicy", "OnRootMismatch", at("fsGroupChangePolicy"), "fsGroup");
+}
+
+function hasEnv(container: Obj, name: string): boolean {
+  return asArray(container.env).some(e => asObject(e)?.name === name);
+}
+
 function fixContainer(
   template: PodTemplateRef,
   spec: Obj,
   ref: ContainerRef,
+  identity: Identity | undefined,
   settings: SecuritySettings,
+  inputs: FixInputs,
   rec: Recorder,
 ): void {
   const container = ref.container as unknown as Obj;
   const sc = securityContext(container);
   if (!sc) return;
   const at = (field: string) => `${ref.path}.securityContext.${field}`;
+
+  // Containers that do not share the pod's identity get their own.
+  const podSc = asObject(spec.securityContext);
+  if (identity && podSc && unset(podSc.runAsUser)) {
+    if (unset(sc.runAsUser)) rec.set(sc, "runAsUser", identity.uid, at("runAsUser"), "runAsUser");
+    if (identity.gid !== undefined && unset(sc.runAsGroup) && unset(podSc.runAsGroup))
+      rec.set(sc, "runAsGroup", identity.gid, at("runAsGroup"), "runAsGroup");
+  }
 
   const caps = unset(sc.capabilities) ? undefined : asObject(sc.capabilities);
   const added = Array.isArray(caps?.add) ? caps.add.map(String) : [];
@@ -130,12 +264,35 @@ function fixContainer(
     }
   }
 
-  if (unset(sc.readOnlyRootFilesystem)) {
-    const mounts = container.volumeMounts;
-    const volumes = spec.volumes;
-    // Without a place to put the scratch volumes, a read-only root could break the image: skip.
-    if (!unset(mounts) && !Array.isArray(mounts)) return;
-    if (!unset(volumes) && !Array.isArray(volumes)) return;
+  const mounts = container.volumeMounts;
+  const volumes = spec.volumes;
+  // Without a place to put a volume, nothing below can be done safely: skip.
+  if (!unset(mounts) && !Array.isArray(mounts)) return;
+  if (!unset(volumes) && !Array.isArray(volumes)) return;
+
+  // A UID the image has no HOME for (root-built, or a named user) gets a writable one, unless the
+  // container or its image says where HOME is.
+  const user = inputs.users?.get(ref.container);
+  if (
+    identity?.needsHome &&
+    !hasEnv(container, "HOME") &&
+    !(user && user.kind !== "unknown" && user.home) &&
+    (unset(container.env) || Array.isArray(container.env))
+  ) {
+    const home = normalizePath(settings.homePath);
+    const env = (container.env ??= []) as unknown[];
+    env.push({ name: "HOME", value: home });
+    rec.changes.push({
+      rule: "writableHome",
+      message: `${ref.path}.env[${env.length - 1}]=${JSON.stringify({ name: "HOME", value: home })}`,
+    });
+    mountScratch(template, spec, ref, home, "writableHome", rec);
+  }
+
+  if (
+    (inputs.readOnlyRoot ?? settings.readOnlyRootFilesystem) === "fill" &&
+    unset(sc.readOnlyRootFilesystem)
+  ) {
     rec.set(
       sc,
       "readOnlyRootFilesystem",
@@ -143,18 +300,30 @@ function fixContainer(
       at("readOnlyRootFilesystem"),
       "readOnlyRootFilesystem",
     );
-    for (const path of settings.writablePaths.map(normalizePath)) {
-      if (mountsCover(asArray(container.volumeMounts), path)) continue;
-      const name = scratchVolume(template, spec, path, rec);
-      const list = (container.volumeMounts ??= []) as unknown[];
-      const mount = { name, mountPath: path };
-      list.push(mount);
-      rec.changes.push({
-        rule: "readOnlyRootFilesystem",
-        message: `${ref.path}.volumeMounts[${list.length - 1}]=${JSON.stringify(mount)}`,
-      });
-    }
+    for (const path of settings.writablePaths.map(normalizePath))
+      mountScratch(template, spec, ref, path, "readOnlyRootFilesystem", rec);
   }
+}
+
+/** An emptyDir mounted at `path` in the container, unless something already covers it. */
+function mountScratch(
+  template: PodTemplateRef,
+  spec: Obj,
+  ref: ContainerRef,
+  path: string,
+  rule: string,
+  rec: Recorder,
+): void {
+  const container = ref.container as unknown as Obj;
+  if (mountsCover(asArray(container.volumeMounts), path)) return;
+  const name = scratchVolume(template, spec, path, rule, rec);
+  const list = (container.volumeMounts ??= []) as unknown[];
+  const mount = { name, mountPath: path };
+  list.push(mount);
+  rec.changes.push({
+    rule,
+    message: `${ref.path}.volumeMounts[${list.length - 1}]=${JSON.stringify(mount)}`,
+  });
 }
 
 export function normalizePath(path: string): string {
@@ -197,7 +366,13 @@ function fnv1a(s: string): string {
  * The emptyDir volume for a writable path: the one already in the pod under our name (shared by
  * every container), or a new one. A user's volume of another type under that name is never reused.
  */
-function scratchVolume(template: PodTemplateRef, spec: Obj, path: string, rec: Recorder): string {
+function scratchVolume(
+  template: PodTemplateRef,
+  spec: Obj,
+  path: string,
+  rule: string,
+  rec: Recorder,
+): string {
   const volumes = (spec.volumes ??= []) as unknown[];
   const base = scratchVolumeName(path);
   for (let i = 1; ; i++) {
@@ -208,7 +383,7 @@ function scratchVolume(template: PodTemplateRef, spec: Obj, path: string, rec: R
     const volume = { name, emptyDir: {} };
     volumes.push(volume);
     rec.changes.push({
-      rule: "readOnlyRootFilesystem",
+      rule,
       message: `${fieldPath(template, "spec.volumes")}[${volumes.length - 1}]=${JSON.stringify(volume)}`,
     });
     return name;

@@ -3,10 +3,21 @@
 //   fix:   fills the unset fields restricted needs (fix.ts)
 //   check: PSA's restricted checks at version latest, one file each (checks/)
 import type { V1PodSpec } from "@kubernetes/client-node";
-import { isPod, podTemplateOf } from "../../lib/pod";
-import { noFindings, type Policy, type RuleViolation } from "../../lib/policy";
+import { recordedFixes } from "../../lib/engine";
+import { isPod, podTemplateOf, type PodTemplateRef } from "../../lib/pod";
+import {
+  noFindings,
+  type Policy,
+  type PodTarget,
+  type RuleContext,
+  type RuleViolation,
+} from "../../lib/policy";
+import { NS_KEYS, READ_ONLY_ROOT } from "../../lib/settings";
+import { formatNote } from "../../lib/verdict";
 import { evaluatePod, RESTRICTED_CHECK_IDS, type CheckOutcome } from "./checks";
-import { CAPABILITY, fixPodSecurity } from "./fix";
+import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
+import { CAPABILITY, fixPodSecurity, normalizePath } from "./fix";
+import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
 export const DEBUG_PROFILE_FIX =
@@ -27,13 +38,15 @@ export const securityContextPolicy: Policy = {
   description:
     "Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed",
 
-  fix({ template }, ctx) {
+  async fix({ template }, ctx) {
     const settings = ctx.settings.securityContext;
     if (!settings.enabled || !settings.mutate) return [];
-    return fixPodSecurity(template, settings);
+    // The images are read only when the pod leaves a container's user to us.
+    const users = leavesUserUnset(template) ? await imageUsersOf(template, ctx) : undefined;
+    return fixPodSecurity(template, settings, { users, readOnlyRoot: readOnlyRootOf(ctx) });
   },
 
-  check(object, target, ctx) {
+  async check(object, target, ctx) {
     const findings = noFindings();
     if (!ctx.settings.securityContext.enabled || !target) return findings;
     let template = target.template;
@@ -51,6 +64,92 @@ export const securityContextPolicy: Policy = {
       .filter(outcome => !outcome.allowed)
       .map(toViolation)
       .map(v => (debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v));
+    if (!debugging && ctx.operation === "CREATE")
+      findings.warnings = await imageWarnings(target, ctx);
     return findings;
   },
 };
+
+/** Whether some container's user is left to us (no runAsUser on it or on the pod). */
+function leavesUserUnset(template: PodTemplateRef): boolean {
+  if (isWindowsPod(template)) return false;
+  const podSc = asObject((template.spec as unknown as Obj | undefined)?.securityContext);
+  if (podSc && podSc.runAsUser !== undefined && podSc.runAsUser !== null) return false;
+  return imageContainers(template).some(c => {
+    const own = asObject((c.container as unknown as Obj).securityContext);
+    return own?.runAsUser === undefined || own.runAsUser === null;
+  });
+}
+
+/** The namespace's label when it names a valid choice, else the setting. */
+function readOnlyRootOf(ctx: RuleContext): "off" | "fill" {
+  const label = ctx.namespace?.labels[NS_KEYS.readOnlyRoot];
+  return (READ_ONLY_ROOT as readonly string[]).includes(label ?? "")
+    ? (label as "off" | "fill")
+    : ctx.settings.securityContext.readOnlyRootFilesystem;
+}
+
+const runAsUserOf = (sc: unknown): number | undefined => {
+  const value = asObject(sc)?.runAsUser;
+  return typeof value === "number" ? value : undefined;
+};
+
+/**
+ * What the image means for the user the pod runs as, said at admission: an image built for root
+ * or for a named user runs as a UID it was not built for (its WORKDIR may not be writable); an
+ * image that could not be read got the configured UID without anyone knowing its user.
+ */
+async function imageWarnings(target: PodTarget, ctx: RuleContext): Promise<string[]> {
+  const { template } = target;
+  // Only where the module chose the user: a pod that names its own asks no registry.
+  const setByUs = recordedFixes({ metadata: template.metadata })
+    .get(CAPABILITY)
+    ?.includes("runAsUser");
+  if (!setByUs || isWindowsPod(template)) return [];
+  const podUid = runAsUserOf((template.spec as unknown as Obj | undefined)?.securityContext);
+  const containers = imageContainers(template);
+  const users = await imageUsersOf(template, ctx);
+  const home = normalizePath(ctx.settings.securityContext.homePath);
+  const warnings: string[] = [];
+  for (const c of containers) {
+    const uid = runAsUserOf((c.container as unknown as Obj).securityContext) ?? podUid;
+    const user = users.get(c.container);
+    if (uid === undefined || uid === 0 || !user) continue;
+    const text = imageWarning(
+      user,
+      uid,
+      c.container.name,
+      hasHome(c.container, home) ? home : undefined,
+    );
+    if (text) warnings.push(formatNote(CAPABILITY, text));
+  }
+  return warnings;
+}
+
+function hasHome(container: { env?: { name?: string; value?: string }[] }, home: string): boolean {
+  return (container.env ?? []).some(e => e?.name === "HOME" && e.value === home);
+}
+
+/** What a container's image means for the UID the module gave it (undefined: nothing to say). */
+export function imageWarning(
+  user: ImageUser,
+  uid: number,
+  container: string,
+  home: string | undefined,
+): string | undefined {
+  const runs = `it runs as UID ${uid} here${home ? `, with HOME=${home} on an emptyDir` : ""}`;
+  const workdir =
+    user.kind !== "unknown" && user.workingDir && user.workingDir !== "/"
+      ? `; its WORKDIR ${user.workingDir} was made by the image's build user, so writing there may fail`
+      : "";
+  switch (user.kind) {
+    case "root":
+      return `image "${user.image}" (container "${container}") is built to run as root; ${runs}${workdir}. Fix: build the image with a numeric USER (e.g. USER ${uid}) and chown what it writes to that user; its pods then keep the image's own user`;
+    case "named":
+      return `image "${user.image}" (container "${container}") runs as user "${user.name}", a name: the kubelet cannot check runAsNonRoot against a name, so ${runs}${workdir}. Fix: build the image with the numeric USER of "${user.name}", or set runAsUser to that UID`;
+    case "unknown":
+      return `image "${user.image}" (container "${container}") was not inspected (${user.reason}): ${runs}, which may not be the user it was built for. Fix: set runAsUser to the image's own user (or let the module read the image: images.inspect)`;
+    case "numeric":
+      return undefined;
+  }
+}

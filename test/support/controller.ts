@@ -121,6 +121,12 @@ export function startWatcher(options: ControllerOptions): Promise<Controller> {
   return startController({ ...options, env: { ...options.env, PEPR_WATCH_MODE: "true" } });
 }
 
+/**
+ * The tests' controllers read no registry unless a test asks (ADMISSION_GUARD_IMAGES_INSPECT in
+ * its env): these machines reach none but the tests' own (test/support/registry.ts).
+ */
+export const IMAGES_OFF = { ADMISSION_GUARD_IMAGES_INSPECT: "false" };
+
 export async function startController(options: ControllerOptions): Promise<Controller> {
   const bundle = options.bundle ?? bundlePath();
   if (!existsSync(bundle))
@@ -145,6 +151,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
       PEPR_WATCH_MODE: "false",
       LOG_LEVEL: "info",
       ADMISSION_GUARD_PORT: String(port),
+      ...IMAGES_OFF,
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -7,6 +7,7 @@
 import type { V1LimitRange, V1Node, V1ResourceQuota } from "@kubernetes/client-node";
 import { policies as allPolicies } from "../../capabilities";
 import { SnapshotCluster, type ClusterView, type RbacEvaluator } from "../../lib/cluster";
+import type { ImageInspector } from "../../lib/images/inspector";
 import { pendingWarnings, review, type Review } from "../../lib/engine";
 import { evaluateSecretAccess } from "../../lib/rbac";
 import type { KubeObject } from "../../lib/pod";
@@ -24,7 +25,7 @@ import type { Controller } from "./controller";
  * allowed when it holds none.
  */
 export class SyncedSnapshot extends SnapshotCluster {
-  constructor(objects: KubeObject[], rbac?: RbacEvaluator) {
+  constructor(objects: KubeObject[], rbac?: RbacEvaluator, images?: ImageInspector) {
     super(
       objects,
       rbac ??
@@ -32,6 +33,7 @@ export class SyncedSnapshot extends SnapshotCluster {
           evaluateSecretAccess(all, namespace, serviceAccount, secrets) ?? {
             allowed: new Map(secrets.map(secret => [secret, false])),
           }),
+      images,
     );
   }
   serviceAccount(namespace: string, name: string) {
@@ -60,6 +62,8 @@ export interface ParityOptions extends AdmitOptions {
   /** The settings the controller was started with (see settingsEnv). */
   settings?: SettingsInput;
   rbac?: RbacEvaluator;
+  /** Reads image configs for the engine, as `check --inspect-images` (default: none). */
+  images?: ImageInspector;
   /** Replace the cluster view entirely (default: SyncedSnapshot of objects and rbac). */
   cluster?: ClusterView;
   policies?: Policy[];
@@ -106,8 +110,12 @@ export async function checkParity(
   const e2e = await admit(controller, manifest, opts);
   const request = e2e.request;
   const engine = await review(opts.policies ?? allPolicies, request.object as KubeObject, {
-    settings: parseSettings(opts.settings ?? {}, "test settings"),
-    cluster: opts.cluster ?? new SyncedSnapshot(opts.objects, opts.rbac),
+    // As the tests' controllers run (IMAGES_OFF), unless the test says otherwise.
+    settings: parseSettings(
+      { ...opts.settings, images: { inspect: false, ...opts.settings?.images } },
+      "test settings",
+    ),
+    cluster: opts.cluster ?? new SyncedSnapshot(opts.objects, opts.rbac, opts.images),
     operation: request.operation as "CREATE" | "UPDATE",
     namespace: request.namespace,
     oldObject: request.oldObject ?? undefined,

@@ -52,9 +52,9 @@ describe("a Deployment through the engine", () => {
       runAsNonRoot: true,
       seccompProfile: { type: "RuntimeDefault" },
     });
-    expect(template.containers[0].volumeMounts).toEqual([
-      { name: "ag-writable-tmp", mountPath: "/tmp" },
-    ]);
+    // readOnlyRootFilesystem is not filled by default: no scratch volumes.
+    expect(template.containers[0].volumeMounts).toBeUndefined();
+    expect(template.containers[0].securityContext.readOnlyRootFilesystem).toBeUndefined();
   });
 
   it("denies early what cannot be fixed, naming the template field and the fix", async () => {

@@ -11,6 +11,8 @@ import { assertValidPod, unknownFields } from "./security-context-support";
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const settings = defaultSettings();
+/** readOnlyRootFilesystem filled (off by default: Pod Security does not ask for it). */
+const FILL = parseSettings({ securityContext: { readOnlyRootFilesystem: "fill" } });
 const pod = (spec: Obj, metadata: Obj = { name: "p", namespace: "ml" }): Obj => ({
   apiVersion: "v1",
   kind: "Pod",
@@ -39,9 +41,6 @@ describe("fixing a pod with nothing set (seed 002)", () => {
       'spec.securityContext.seccompProfile={"type":"RuntimeDefault"}',
       "spec.containers[0].securityContext.allowPrivilegeEscalation=false",
       'spec.containers[0].securityContext.capabilities.drop=["ALL"]',
-      "spec.containers[0].securityContext.readOnlyRootFilesystem=true",
-      'spec.volumes[0]={"name":"ag-writable-tmp","emptyDir":{}}',
-      'spec.containers[0].volumeMounts[0]={"name":"ag-writable-tmp","mountPath":"/tmp"}',
     ]);
     // The rule says what it changed; the engine stamps the capability (test/unit/engine.test.ts).
     expect(changes.every(c => !("capability" in c))).toBe(true);
@@ -75,7 +74,7 @@ describe("fixing a pod with nothing set (seed 002)", () => {
       "spec.securityContext.allowPrivilegeEscalation",
     ]);
     expect(() => assertValidPod(seedAfter)).toThrow(/readOnlyRootFilesystem/);
-    fix(seedAfter);
+    fix(seedAfter, FILL.securityContext);
     // we never add unknown fields, and never remove the user's (validation is the API server's job)
     expect(unknownFields(seedAfter)).toHaveLength(2);
     expect(seedAfter.spec.containers[0].securityContext.readOnlyRootFilesystem).toBe(true);
@@ -87,22 +86,22 @@ describe("explicit user values are left alone", () => {
     const p = pod({
       containers: [{ name: "a", image: "x", securityContext: { readOnlyRootFilesystem: false } }],
     });
-    fix(p);
+    fix(p, FILL.securityContext);
     expect(p.spec.containers[0].securityContext.readOnlyRootFilesystem).toBe(false);
     expect(p.spec.containers[0].volumeMounts).toBeUndefined();
     expect(p.spec.volumes).toBeUndefined();
   });
 
-  it("runAsNonRoot: false and runAsUser: 0 stay, and validation denies them", () => {
+  it("runAsNonRoot: false and runAsUser: 0 stay, and validation denies them; a user chosen by the pod gets no group of ours", () => {
     const p = pod({
       securityContext: { runAsNonRoot: false, runAsUser: 0 },
       containers: [{ name: "a", image: "x" }],
     });
     fix(p);
-    expect(p.spec.securityContext).toMatchObject({
+    expect(p.spec.securityContext).toEqual({
       runAsNonRoot: false,
       runAsUser: 0,
-      runAsGroup: 3000,
+      seccompProfile: { type: "RuntimeDefault" },
     });
     expect(violations(p)).toEqual(["runAsNonRoot", "runAsUser"]);
   });
@@ -185,7 +184,9 @@ describe("writable paths", () => {
       ],
       volumes: [{ name: "mine", emptyDir: {} }],
     });
-    const s = parseSettings({ securityContext: { writablePaths: ["/tmp", "/var/cache/nginx/"] } });
+    const s = parseSettings({
+      securityContext: { readOnlyRootFilesystem: "fill", writablePaths: ["/tmp", "/var/cache/nginx/"] },
+    });
     fix(p, s.securityContext);
     expect(p.spec.volumes.map((v: Obj) => v.name)).toEqual([
       "mine",
@@ -210,7 +211,7 @@ describe("writable paths", () => {
       containers: [{ name: "a", image: "x" }],
       volumes: [{ name: "ag-writable-tmp", configMap: { name: "cm" } }],
     });
-    fix(p);
+    fix(p, FILL.securityContext);
     expect(p.spec.volumes[1]).toEqual({ name: "ag-writable-tmp-2", emptyDir: {} });
     expect(p.spec.containers[0].volumeMounts).toEqual([
       { name: "ag-writable-tmp-2", mountPath: "/tmp" },

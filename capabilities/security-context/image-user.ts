@@ -1,0 +1,142 @@
+// Who a container's image runs as, and so who the fix makes it run as (pure: the image configs come
+// in as data, looked up by the cluster view — the webhook's registry reads, or `check`'s).
+//
+//   image user                     runs as                                    and
+//   numeric non-root (1001, 1001:1001)  its own UID (and GID when it names one)  keeps its files
+//   root, 0 or unset                runAsUser/runAsGroup of the settings       a writable HOME
+//   a name (app, ml)                runAsUser/runAsGroup of the settings       a writable HOME
+//                                   (the kubelet cannot check runAsNonRoot against a name)
+//   unknown (not inspected)         runAsUser/runAsGroup of the settings       a warning
+import type { V1Node } from "@kubernetes/client-node";
+import { parseImage, type ImageRef } from "../../lib/image-reference";
+import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster";
+import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
+import type { RuleContext } from "../../lib/policy";
+import { mirrorImage, mirrorsOf } from "../image-registry/rules";
+
+export type ImageUser =
+  | { kind: "root"; image: string; workingDir: string; home?: string }
+  | { kind: "numeric"; image: string; uid: number; gid?: number; workingDir: string; home?: string }
+  | { kind: "named"; image: string; name: string; workingDir: string; home?: string }
+  | { kind: "unknown"; image: string; reason: string };
+
+const NUMBER = /^\d{1,10}$/;
+
+/** The image config's `User` ("", "root", "0", "1001", "1001:1001", "app", "app:app") read. */
+export function imageUserOf(image: string, lookup: ImageLookup | undefined): ImageUser {
+  if (!lookup) return { kind: "unknown", image, reason: "not looked up" };
+  if (lookup.state === "unknown") return { kind: "unknown", image, reason: lookup.reason };
+  const { user, workingDir, env } = lookup.config;
+  const home = env.find(e => e.startsWith("HOME="))?.slice(5) || undefined;
+  const [name, group] = user.split(":", 2);
+  const base = { image, workingDir, home };
+  if (name === "" || name === "root" || (NUMBER.test(name) && Number(name) === 0))
+    return { kind: "root", ...base };
+  if (!NUMBER.test(name)) return { kind: "named", name, ...base };
+  const gid = group !== undefined && NUMBER.test(group) ? Number(group) : undefined;
+  return { kind: "numeric", uid: Number(name), gid, ...base };
+}
+
+/** Who the fix makes a container run as, when nothing in the pod says. */
+export interface Identity {
+  uid: number;
+  /** undefined: the runtime takes the primary group of the image's /etc/passwd. */
+  gid?: number;
+  /** The image's own user (numeric): its files stay its own. */
+  fromImage: boolean;
+  /** The UID has no HOME it can write in this image: mount one. */
+  needsHome: boolean;
+}
+
+export function identityFor(
+  user: ImageUser,
+  defaults: { runAsUser: number; runAsGroup: number },
+): Identity {
+  switch (user.kind) {
+    case "numeric":
+      return { uid: user.uid, gid: user.gid, fromImage: true, needsHome: false };
+    case "root":
+    case "named":
+      return {
+        uid: defaults.runAsUser,
+        gid: defaults.runAsGroup,
+        fromImage: false,
+        needsHome: true,
+      };
+    case "unknown":
+      return {
+        uid: defaults.runAsUser,
+        gid: defaults.runAsGroup,
+        fromImage: false,
+        needsHome: false,
+      };
+  }
+}
+
+/** Containers whose images decide a user: init and app containers (ephemeral ones come later). */
+export const imageContainers = (template: PodTemplateRef): ContainerRef[] =>
+  containersOf(template).filter(c => c.kind !== "ephemeralContainers");
+
+/**
+ * The platform the kubelet pulls for: the pod's `kubernetes.io/arch` node selector, else the
+ * architecture every known node shares, else amd64.
+ */
+export function platformOf(template: PodTemplateRef, ctx: RuleContext): Platform {
+  const selector = (template.spec as { nodeSelector?: Record<string, unknown> } | undefined)
+    ?.nodeSelector?.["kubernetes.io/arch"];
+  if (typeof selector === "string" && selector) return { os: "linux", architecture: selector };
+  return { os: "linux", architecture: clusterArchitecture(ctx.cluster.nodes()) };
+}
+
+// The live view hands out the same node list until a node changes: worked out once per list.
+const architectureOfList = new WeakMap<readonly V1Node[], string>();
+function clusterArchitecture(nodes: readonly V1Node[] | undefined): string {
+  if (!nodes?.length) return "amd64";
+  let arch = architectureOfList.get(nodes);
+  if (arch === undefined) {
+    const arches = new Set(nodes.map(n => n.status?.nodeInfo?.architecture).filter(Boolean));
+    arch = arches.size === 1 ? [...arches][0]! : "amd64";
+    architectureOfList.set(nodes, arch);
+  }
+  return arch;
+}
+
+/** The reference the kubelet will pull: the image after the mirror rewrite. */
+function pulledRef(image: unknown, ctx: RuleContext): ImageRef | undefined {
+  const parsed = parseImage(image);
+  if (!parsed.ok) return undefined;
+  if (!ctx.settings.registries.enabled || !Object.keys(ctx.settings.registries.mirrors).length)
+    return parsed.ref;
+  const mirrored = mirrorImage(parsed.ref, mirrorsOf(ctx.settings).mirrors);
+  const again = mirrored ? parseImage(mirrored) : undefined;
+  return again?.ok ? again.ref : parsed.ref;
+}
+
+/**
+ * Each container's image user, keyed by the container (init and app containers), from one
+ * bounded lookup of the pod's images through the cluster view.
+ */
+export async function imageUsersOf(
+  template: PodTemplateRef,
+  ctx: RuleContext,
+): Promise<Map<ContainerRef["container"], ImageUser>> {
+  const containers = imageContainers(template);
+  const refs = containers.map(c => pulledRef(c.container.image, ctx));
+  const wanted = refs.filter((r): r is ImageRef => r !== undefined);
+  // Off by setting: the same answer in the webhook and in `check`, without asking either.
+  const lookups = ctx.settings.images.inspect
+    ? await ctx.cluster.imageConfigs(wanted, platformOf(template, ctx))
+    : unknownImages(wanted, "images.inspect is off");
+  const users = new Map<ContainerRef["container"], ImageUser>();
+  containers.forEach((c, i) => {
+    const image = String(c.container.image ?? "");
+    const ref = refs[i];
+    users.set(
+      c.container,
+      ref
+        ? imageUserOf(image, lookups.get(ref.normalised))
+        : { kind: "unknown", image, reason: "the image reference is not valid" },
+    );
+  });
+  return users;
+}
