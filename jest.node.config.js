@@ -8,5 +8,6 @@ module.exports = {
   ...cluster,
   roots: ["<rootDir>/test/node"],
   globalSetup: "<rootDir>/test/node/support/global-setup.ts",
+  globalTeardown: "<rootDir>/test/node/support/global-teardown.ts",
   testTimeout: 120_000,
 };

@@ -6,6 +6,7 @@ import { capabilities, policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { LiveCluster } from "./lib/cluster-live";
 import { imageInspectorFor } from "./lib/images/inspector";
+import { CredentialsStore } from "./lib/images/credentials";
 import { configureAdmission } from "./lib/pepr-adapter";
 import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
@@ -42,11 +43,16 @@ if (!building && settings.workloads.mutate && !settingsFromEnv(controllerEnv).wo
 // Pepr runs this module twice when deployed: the admission controller, and the watcher
 // (PEPR_WATCH_MODE=true) whose Watch bindings feed the reports (capabilities/reports).
 const watcher = process.env.PEPR_WATCH_MODE === "true";
+// Registry credentials for reading image configs (images.credentialsSecrets), kept fresh.
+const credentials = new CredentialsStore(settings.images.credentialsSecrets, Log);
+if (!building && settings.images.inspect) credentials.start();
 const cluster = new LiveCluster(Log, {
   exemptionsNamespace: settings.exemptions.enabled ? settings.exemptions.namespace : undefined,
   // New namespaces get their ServiceAccount from the admission controller only.
   serviceAccountFor: watcher ? undefined : ns => serviceAccountForNewNamespace(ns, settings),
-  images: settings.images.inspect ? imageInspectorFor(settings, Log) : undefined,
+  images: settings.images.inspect
+    ? imageInspectorFor(settings, Log, registry => credentials.get(registry))
+    : undefined,
 });
 // The caches live in each process that judges (not in a Watch binding, which runs in the watcher
 // pod only). At build time Pepr only loads the module to read its bindings: no cluster then.

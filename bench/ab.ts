@@ -8,6 +8,8 @@
 //   npm run ab -- validate --variant quota-off:ADMISSION_GUARD_RESOURCE_QUOTA_ENABLED=false \
 //                          --variant no-log:LOG_LEVEL=error
 //   npm run ab -- validate --bundle before=/tmp/old-bundle.js   another build of the module
+//   npm run ab -- validate --images       also ours reading image configs (cached) from a registry
+//                                         of the tests' own that mirrors the seeds' registries
 //
 // The seeds' pods (examples/), 8 connections, LOG_LEVEL=warn unless a variant says otherwise.
 import { join } from "node:path";
@@ -21,6 +23,9 @@ import { seedWorkloads } from "../test/support/manifests";
 import { startStandIn } from "../test/support/stand-in-api";
 import { cachesSynced } from "../test/support/wait";
 import { drive, seedPodBodies } from "./bodies";
+import { parseImage } from "../lib/image-reference";
+import type { KubeObject } from "../lib/pod";
+import { TestRegistry } from "../test/support/registry";
 import { buildFloor } from "./floor";
 import { cpuSeconds, pidOnPort } from "./proc";
 
@@ -35,8 +40,13 @@ function parseArgs(argv: string[]) {
   const configs: Config[] = [];
   let rounds = 8;
   let seconds = 2;
+  let images = false;
   for (let i = 1; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1] ?? ""];
+    if (flag === "--images") {
+      images = true;
+      continue;
+    }
     if (flag === "--rounds") rounds = Number(value);
     else if (flag === "--seconds") seconds = Number(value);
     else if (flag === "--variant") {
@@ -59,13 +69,13 @@ function parseArgs(argv: string[]) {
     i++;
   }
   if (!(rounds > 0 && seconds > 0)) throw new Error("--rounds and --seconds must be positive");
-  return { mode, configs, rounds, seconds };
+  return { mode, configs, rounds, seconds, images };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
-  const { mode, configs: variants, rounds, seconds } = parseArgs(process.argv.slice(2));
+  const { mode, configs: variants, rounds, seconds, images } = parseArgs(process.argv.slice(2));
   const floorBundle = join(REPO_ROOT, "bench/runs/floor/ab-floor.js");
   await buildFloor(floorBundle);
   const configs: Config[] = [
@@ -75,6 +85,8 @@ async function main() {
   ];
   const seeds = seedWorkloads();
   const pods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
+  const registry = images ? await imageRegistryFor(pods) : undefined;
+  if (registry) configs.push({ name: "ours+images", bundle: bundlePath(), env: registry.env });
   const api = await startStandIn({ objects: seeds.cluster });
   const servers: { config: Config; controller: Controller; pid: number; us: number[] }[] = [];
   try {
@@ -110,7 +122,39 @@ async function main() {
   } finally {
     for (const s of servers) await s.controller.stop().catch(() => undefined);
     await api.stop();
+    await registry?.registry.stop();
   }
+}
+
+/**
+ * A registry serving a config for every image of these pods, at the path its registry's mirror
+ * (registries.mirrors) points to, and the controller environment that reads from it.
+ */
+async function imageRegistryFor(pods: KubeObject[]) {
+  const registry = new TestRegistry();
+  await registry.start();
+  const sources = new Set<string>();
+  for (const pod of pods)
+    for (const c of (pod.spec as { containers?: { image?: string }[] })?.containers ?? []) {
+      const parsed = parseImage(c.image);
+      if (!parsed.ok) continue;
+      sources.add(parsed.ref.registry);
+      registry.putImage(
+        `${parsed.ref.registry}/${parsed.ref.repository}`,
+        parsed.ref.tag ?? "latest",
+        {
+          WorkingDir: "/workspace",
+        },
+      );
+    }
+  const env = {
+    ADMISSION_GUARD_IMAGES_INSPECT: "true",
+    ADMISSION_GUARD_IMAGES_PLAIN_HTTP: registry.host,
+    ADMISSION_GUARD_REGISTRIES_MIRRORS: JSON.stringify(
+      Object.fromEntries([...sources].map(r => [r, `${registry.host}/${r}`])),
+    ),
+  };
+  return { registry, env };
 }
 
 main().catch(e => {

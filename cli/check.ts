@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { SnapshotCluster } from "../lib/cluster";
 import { imageInspectorFor } from "../lib/images/inspector";
+import { localDockerCredentials } from "../lib/images/credentials";
 import { review } from "../lib/engine";
 import { describeObject, type KubeObject } from "../lib/pod";
 import type { Operation } from "../lib/policy";
@@ -51,8 +52,9 @@ Options:
       --fix                write the fixed manifests back to their files (stdin: to stdout)
       --inspect-images     read each image's config (User, WorkingDir, Env) from its registry,
                            as the webhook does (settings images.plainHttp, images.budgetMs);
-                           without it each image counts as not inspected, and the output says
-                           which user the fix assumed
+                           with the credentials of $DOCKER_CONFIG/config.json (default
+                           ~/.docker/config.json); without it each image counts as not
+                           inspected, and the output says which user the fix assumed
   -h, --help               this help
 
 Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or parse errors.
@@ -223,7 +225,9 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const cluster = new SnapshotCluster(
     [...clusterObjects, ...inputNamespaces],
     io.rbac,
-    opts.inspectImages ? imageInspectorFor(settings) : undefined,
+    opts.inspectImages
+      ? imageInspectorFor(settings, undefined, localDockerCredentials(io.env))
+      : undefined,
   );
 
   const results: Checked[] = [];

@@ -81,7 +81,9 @@ export function imageConfigsVia(
   offReason: string,
 ): Promise<Map<string, ImageLookup>> {
   if (!refs.length) return Promise.resolve(new Map());
-  return inspector ? inspector.inspect(refs, platform) : Promise.resolve(unknownImages(refs, offReason));
+  return inspector
+    ? inspector.inspect(refs, platform)
+    : Promise.resolve(unknownImages(refs, offReason));
 }
 
 /** Why an image is unknown to `check` when it was not asked to read registries. */

@@ -359,7 +359,9 @@ async function simulateWorkload(
   if (!podTemplateOf(workload)) return undefined;
   const copy = copyWithOwnTemplate(workload);
   const target: PodTarget = { object: copy, template: podTemplateOf(copy)!, isTemplate: true };
-  return { copy, target, ...(await runFixes(allPolicies, target, ctx, exemptions)) };
+  const result = await runFixes(allPolicies, target, ctx, exemptions);
+  target.fixed = new Set(result.changes.map(c => `${c.capability}/${c.rule}`));
+  return { copy, target, ...result };
 }
 
 /**

@@ -54,6 +54,11 @@ export interface PodTarget {
    * copy predicting its pods: a fix that must happen on the pods themselves stays out of it.
    */
   applied?: boolean;
+  /**
+   * On a workload's simulated copy: the fixes made to it, as `capability/rule` (a Pod says the same
+   * in its trace annotation, which a copy never gets).
+   */
+  fixed?: ReadonlySet<string>;
 }
 
 export interface Policy {

@@ -28,6 +28,10 @@ export const NS_KEYS = {
 } as const;
 
 const quantityLike = z.number().int().nonnegative();
+const dnsName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
+  .max(253);
 const absolutePath = z.string().regex(/^\/[^\0]*$/, "must be an absolute path");
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
 
@@ -95,6 +99,12 @@ export const SettingsSchema = z.strictObject({
       plainHttp: z.array(registryPrefix).default([]),
       /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
       budgetMs: z.number().int().min(50).max(8000).default(2000),
+      /**
+       * docker config Secrets (kubernetes.io/dockerconfigjson) in the module's namespace whose
+       * credentials are used for private registries. Read at build time too: the build grants
+       * `get` on exactly these Secrets (package.json pepr.env).
+       */
+      credentialsSecrets: z.array(dnsName).default([]),
     })
     .prefault({}),
   labels: z

@@ -101,10 +101,11 @@ const runAsUserOf = (sc: unknown): number | undefined => {
  */
 async function imageWarnings(target: PodTarget, ctx: RuleContext): Promise<string[]> {
   const { template } = target;
-  // Only where the module chose the user: a pod that names its own asks no registry.
-  const setByUs = recordedFixes({ metadata: template.metadata })
-    .get(CAPABILITY)
-    ?.includes("runAsUser");
+  // Only where the module chose the user: a pod that names its own asks no registry. A pod says so
+  // in its trace, a workload's simulated copy in target.fixed.
+  const setByUs =
+    target.fixed?.has(`${CAPABILITY}/runAsUser`) ||
+    recordedFixes({ metadata: template.metadata }).get(CAPABILITY)?.includes("runAsUser");
   if (!setByUs || isWindowsPod(template)) return [];
   const podUid = runAsUserOf((template.spec as unknown as Obj | undefined)?.securityContext);
   const containers = imageContainers(template);

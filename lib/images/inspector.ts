@@ -14,6 +14,7 @@ import {
   type Platform,
   type RegistryCredentials,
 } from "./registry-client";
+export type { RegistryCredentials };
 
 export type { ImageConfig, Platform };
 
@@ -159,10 +160,12 @@ export class ImageInspector {
 export function imageInspectorFor(
   settings: Settings,
   log?: { warn: (fields: object, message: string) => void },
+  credentials?: (registry: string) => RegistryCredentials | undefined,
 ): ImageInspector {
   return new ImageInspector({
     plainHttp: settings.images.plainHttp,
     budgetMs: settings.images.budgetMs,
+    credentials,
     onFailure: (image, reason) =>
       log?.warn(
         { image, reason },

@@ -13,7 +13,10 @@ import { applyObjects, connect, kubectl, namespace, useModule } from "./support/
 import { pathOf } from "./support/kube-client";
 
 const cluster = connect();
-const guard = useModule(cluster);
+// With a read-only root filled, so that "fixed once" shows in the scratch volume added once.
+const guard = useModule(cluster, {
+  env: { ADMISSION_GUARD_SECURITY_CONTEXT_READ_ONLY_ROOT_FILESYSTEM: "fill" },
+});
 const NS = "mesh";
 const SIDECAR = "sidecar-proxy";
 

@@ -93,3 +93,61 @@ describe("deploy artifacts", () => {
     }
   });
 });
+
+describe("image credentials RBAC (images.credentialsSecrets)", () => {
+  const CREDENTIALS_SCRIPT = join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs");
+  const run = (dist: string, secrets: string) =>
+    exec(process.execPath, [CREDENTIALS_SCRIPT, dist], {
+      env: { ...process.env, ADMISSION_GUARD_IMAGES_CREDENTIALS_SECRETS: secrets },
+    });
+  const rbacOf = (dist: string) =>
+    parseAllDocuments(readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"))
+      .map(d => d.toJS() as KubeObject)
+      .filter(d => String(d.metadata?.name).endsWith("-image-credentials"));
+
+  it("grants get on exactly the named Secrets in pepr-system to the admission ServiceAccount, in the manifest and the chart; once however often it runs", async () => {
+    const dist = distCopy();
+    try {
+      await run(dist, "regcred,nvcr-pull");
+      await run(dist, "regcred,nvcr-pull");
+      const [role, binding] = rbacOf(dist);
+      expect(role).toMatchObject({
+        kind: "Role",
+        metadata: { namespace: "pepr-system" },
+        rules: [
+          {
+            apiGroups: [""],
+            resources: ["secrets"],
+            resourceNames: ["regcred", "nvcr-pull"],
+            verbs: ["get"],
+          },
+        ],
+      });
+      expect(binding).toMatchObject({
+        kind: "RoleBinding",
+        subjects: [
+          { kind: "ServiceAccount", name: `pepr-${pkg.pepr.uuid}`, namespace: "pepr-system" },
+        ],
+      });
+      expect(rbacOf(dist)).toHaveLength(2);
+      const chart = readFileSync(
+        join(dist, `${pkg.pepr.uuid}-chart`, "templates", "image-credentials-role.yaml"),
+        "utf8",
+      );
+      expect(chart).toContain("resourceNames:\n      - regcred\n      - nvcr-pull");
+      // The setting emptied: the grant goes.
+      await run(dist, "");
+      expect(rbacOf(dist)).toEqual([]);
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
+  });
+
+  it("the default build grants no Secret access at all", () => {
+    const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
+      d => d.toJS() as KubeObject,
+    );
+    const rules = docs.flatMap(d => (d.rules as { resources?: string[] }[]) ?? []);
+    expect(rules.filter(r => r.resources?.includes("secrets"))).toEqual([]);
+  });
+});

@@ -2,13 +2,23 @@
 // real node — first with Kubernetes alone, then with the module — in a namespace without policy
 // and in one enforcing Pod Security "restricted". The rule it proves: a pod that Succeeds in a
 // restricted namespace with only the fields Pod Security asks for must still Succeed after the
-// module. Where it does not today, the test says so in its name and is a `test.failing`.
+// module; and an image that can run as a non-root user runs with the module wherever it ran before.
+// An image that cannot (it writes where only its build user may) is told so at admission, with the
+// fix, and fails only on that write.
 import { applyObjects, connect, namespace, useModule } from "../cluster/support/cluster";
 import { SHAPES, SHAPE_USERS, type Shape } from "./support/shapes";
-import { describeOutcome, probePod, runPods, table, type Outcome } from "./support/workloads";
+import {
+  describeOutcome,
+  nodeModuleEnv,
+  probePod,
+  runPods,
+  table,
+  type Outcome,
+} from "./support/workloads";
 
 const cluster = connect();
-const guard = useModule(cluster);
+const registry = cluster.node!.registry!;
+const guard = useModule(cluster, { env: nodeModuleEnv(registry) });
 
 const OPEN = "node-open";
 const RESTRICTED = "node-restricted";
@@ -22,29 +32,32 @@ const COLUMNS: Record<Column, string> = {
   "minimal+module": "restricted, PSA's fields only, with module",
   "bare+module": "restricted, no securityContext, with module",
 };
+const WITH_MODULE: Column[] = ["open+module", "minimal+module", "bare+module"];
 const outcomes = new Map<string, Outcome>();
+const warnings = new Map<string, string[]>();
 const key = (shape: Shape, column: Column) => `${shape}/${column}`;
 const outcome = (shape: Shape, column: Column) => outcomes.get(key(shape, column))!;
+const podName = (shape: Shape, column: Column) => `${shape}-${column.replace("+", "-")}`;
 
-function podsFor(columns: Column[]) {
-  return SHAPES.flatMap(shape =>
+async function run(columns: Column[]) {
+  const planned = SHAPES.flatMap(shape =>
     columns.map(column => ({
       key: key(shape, column),
       pod: probePod({
-        name: `${shape}-${column.replace("+", "-")}`,
+        name: podName(shape, column),
         namespace: column.startsWith("open") ? OPEN : RESTRICTED,
+        registry,
         shape,
         securityContext: column.startsWith("minimal") ? "minimal" : "none",
       }),
     })),
   );
-}
-
-async function run(columns: Column[]) {
-  const planned = podsFor(columns);
   const results = await runPods(
     cluster,
     planned.map(p => p.pod),
+    "completion",
+    90_000,
+    warnings,
   );
   for (const { key: k, pod } of planned) outcomes.set(k, results.get(pod.metadata!.name!)!);
 }
@@ -61,19 +74,19 @@ afterAll(() => {
     shape,
     SHAPE_USERS[shape],
     ...(Object.keys(COLUMNS) as Column[]).map(c =>
-      outcomes.has(key(shape, c)) ? describeOutcome(outcome(shape, c)) : "-",
+      outcomes.has(key(shape, c)) ? describeOutcome(outcome(shape, c), 70) : "-",
     ),
   ]);
   process.stdout.write(
     `\nThe no-regression table (a training probe per image shape, on the real node):\n\n${table(
-      ["shape", "image user", ...Object.values(COLUMNS)],
+      ["shape", "image", ...Object.values(COLUMNS)],
       rows,
     )}\n\n`,
   );
 });
 
 describe("Kubernetes alone", () => {
-  beforeAll(() => run(["open", "minimal", "bare"]));
+  beforeAll(() => run(["open", "minimal", "bare"]), 180_000);
 
   test("every image shape runs as built where no policy applies", () => {
     for (const shape of SHAPES)
@@ -83,11 +96,12 @@ describe("Kubernetes alone", () => {
   test("restricted with only Pod Security's fields: numeric non-root images run, root and named users are stopped by the kubelet", () => {
     expect(outcome("nonroot-numeric", "minimal")).toEqual({ kind: "Succeeded" });
     expect(outcome("user-1000", "minimal")).toEqual({ kind: "Succeeded" });
-    expect(outcome("root-built", "minimal")).toMatchObject({
-      kind: "NotStarted",
-      reason: "CreateContainerConfigError",
-      message: expect.stringContaining("runAsNonRoot and image will run as root"),
-    });
+    for (const shape of ["root-built", "root-built-scratch"] as const)
+      expect(outcome(shape, "minimal")).toMatchObject({
+        kind: "NotStarted",
+        reason: "CreateContainerConfigError",
+        message: expect.stringContaining("runAsNonRoot and image will run as root"),
+      });
     expect(outcome("nonroot-named", "minimal")).toMatchObject({
       kind: "NotStarted",
       reason: "CreateContainerConfigError",
@@ -107,42 +121,41 @@ describe("Kubernetes alone", () => {
 describe("with admission-guard", () => {
   beforeAll(async () => {
     await guard.install();
-    await run(["open+module", "minimal+module", "bare+module"]);
-  }, 180_000);
+    await run(WITH_MODULE);
+  }, 240_000);
 
-  test("restricted without a securityContext: every pod is fixed and admitted", () => {
-    for (const shape of SHAPES)
-      expect([shape, outcome(shape, "bare+module").kind]).not.toEqual([shape, "Denied"]);
+  test("no regression: every image that Succeeds with only Pod Security's fields still Succeeds", () => {
+    const succeededAlone = SHAPES.filter(s => outcome(s, "minimal").kind === "Succeeded");
+    expect(succeededAlone).toEqual(["nonroot-numeric", "user-1000"]);
+    for (const shape of succeededAlone)
+      expect([shape, outcome(shape, "minimal+module")]).toEqual([shape, { kind: "Succeeded" }]);
   });
 
-  test.failing(
-    "no regression (fails today: the forced runAsUser 1000/runAsGroup 3000 and read-only root take its HOME and WORKDIR away): nonroot-numeric with only Pod Security's fields still Succeeds",
-    () => {
-      expect(outcome("nonroot-numeric", "minimal+module")).toEqual({ kind: "Succeeded" });
-    },
-  );
+  test("images that can run as a non-root user run with the module wherever they ran before, a root-built one with a HOME of its own", () => {
+    for (const shape of ["root-built-scratch", "nonroot-numeric", "user-1000"] as const)
+      for (const column of WITH_MODULE)
+        expect([shape, column, outcome(shape, column)]).toEqual([
+          shape,
+          column,
+          { kind: "Succeeded" },
+        ]);
+  });
 
-  test.failing(
-    "no regression (fails today: the read-only root takes its HOME and WORKDIR away): user-1000 with only Pod Security's fields still Succeeds",
-    () => {
-      expect(outcome("user-1000", "minimal+module")).toEqual({ kind: "Succeeded" });
-    },
-  );
-
-  test.failing(
-    "well-built non-root images (nonroot-numeric, user-1000) without a securityContext, fixed by the module, Succeed (fails today: the forced user and read-only root take their HOME and WORKDIR away)",
-    () => {
-      expect([
-        outcome("nonroot-numeric", "bare+module"),
-        outcome("user-1000", "bare+module"),
-      ]).toEqual([{ kind: "Succeeded" }, { kind: "Succeeded" }]);
-    },
-  );
-
-  test.failing(
-    "no regression (fails today: runAsUser 1000 has no HOME in a root-built image, and the root is read-only): a root-built image that runs where no policy applies still Succeeds there",
-    () => {
-      expect(outcome("root-built", "open+module")).toEqual({ kind: "Succeeded" });
-    },
-  );
+  test("an image that writes where only its build user may (root-built WORKDIR, a named user) is told so at admission, and fails only on that write", () => {
+    for (const shape of ["root-built", "nonroot-named"] as const)
+      for (const column of WITH_MODULE) {
+        expect([shape, column, outcome(shape, column)]).toEqual([
+          shape,
+          column,
+          { kind: "Failed", message: expect.stringMatching(/probe failed: outputs$/) },
+        ]);
+        const said = (warnings.get(podName(shape, column)) ?? []).join("\n");
+        expect(said).toContain(
+          shape === "root-built"
+            ? "is built to run as root; it runs as UID 1000 here, with HOME=/home/workload on an emptyDir; its WORKDIR /workspace"
+            : 'runs as user "ml", a name: the kubelet cannot check runAsNonRoot against a name',
+        );
+        expect(said).toContain("Fix: build the image with");
+      }
+  });
 });

@@ -1,10 +1,11 @@
 // The three field reports, on a real node: what Kubernetes alone does with each seed's workload,
 // what the module answers at apply time, and whether the workload runs once the printed fix is
 // applied. The seeds' manifests are the ones in examples/, with two changes this node needs, said
-// here: `imagePullPolicy: IfNotPresent` (their `:latest` images were loaded into the node, there is
-// no registry to pull from), and for the GPT-4 canary the node carries the chart's `node-pool:
-// inference` label. Each image is a root-built probe: the trainers train (write their caches,
-// /tmp, ./outputs, /dev/shm), the canary serves (reads its model, writes nothing).
+// here: `imagePullPolicy: IfNotPresent` (their `:latest` images were loaded into the node; with
+// the module they are mirrored to the tier's registry, which the kubelet pulls from), and for the
+// GPT-4 canary the node carries the chart's `node-pool: inference` label. Each image is a
+// root-built probe: the trainers train (write their HOME caches, /tmp, /dev/shm), the canary
+// serves (reads its model, writes nothing).
 import { join } from "node:path";
 import type { V1Container, V1PodSpec } from "@kubernetes/client-node";
 import type { KubeObject } from "../../lib/pod";
@@ -12,11 +13,11 @@ import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
-import { describeOutcome, runPods, table, type Outcome } from "./support/workloads";
+import { describeOutcome, nodeModuleEnv, runPods, table, type Outcome } from "./support/workloads";
 import { stringify } from "yaml";
 
 const cluster = connect();
-const guard = useModule(cluster);
+const guard = useModule(cluster, { env: nodeModuleEnv(cluster.node!.registry!) });
 
 const example = (file: string) =>
   loadManifests(join(REPO_ROOT, "examples", file)).map(m => m.object);
@@ -241,17 +242,11 @@ describe("with admission-guard", () => {
       expect([name, runs.get(name)!.kind]).not.toEqual([name, "Denied"]);
   });
 
-  test.failing(
-    "LlamaIndex trainer Succeeds once fixed (fails today: as UID 1000 a root-built image has HOME=/, on a read-only root)",
-    async () => {
-      expect((await runFixed()).get("llamaindex-trainer")).toEqual({ kind: "Succeeded" });
-    },
-  );
+  test("LlamaIndex trainer, root-built, Succeeds once fixed: UID 1000 with a HOME of its own", async () => {
+    expect((await runFixed()).get("llamaindex-trainer")).toEqual({ kind: "Succeeded" });
+  });
 
-  test.failing(
-    "MLflow job Succeeds once fixed (fails today: as UID 1000 a root-built image has HOME=/, on a read-only root)",
-    async () => {
-      expect((await runFixed()).get("mlflow-train")).toEqual({ kind: "Succeeded" });
-    },
-  );
+  test("MLflow job, root-built, Succeeds once fixed: UID 1000 with a HOME of its own", async () => {
+    expect((await runFixed()).get("mlflow-train")).toEqual({ kind: "Succeeded" });
+  });
 });

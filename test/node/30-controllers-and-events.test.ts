@@ -8,10 +8,11 @@ import type { KubeObject } from "../../lib/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
 import { imageOf } from "./support/shapes";
-import { CHECKPOINT_DIR } from "./support/workloads";
+import { CHECKPOINT_DIR, nodeModuleEnv } from "./support/workloads";
 
 const cluster = connect();
-const guard = useModule(cluster, { watcher: true });
+const registry = cluster.node!.registry!;
+const guard = useModule(cluster, { watcher: true, env: nodeModuleEnv(registry) });
 const NS = "node-controllers";
 
 async function podsOf(selector: string): Promise<KubeObject[]> {
@@ -71,7 +72,7 @@ test("a Deployment of servers (no securityContext) in a restricted namespace: it
           containers: [
             {
               name: "serve",
-              image: imageOf("nonroot-numeric"),
+              image: imageOf(registry, "nonroot-numeric"),
               imagePullPolicy: "IfNotPresent",
               env: [{ name: "MODE", value: "serve" }],
               readinessProbe: { httpGet: { path: "/model.txt", port: 8080 }, periodSeconds: 2 },
@@ -92,53 +93,49 @@ test("a Deployment of servers (no securityContext) in a restricted namespace: it
     expect(pod.metadata?.annotations?.["admission-guard.dev/fixed"]).toContain("security-context/");
 });
 
-// Fails today: the module adds runAsUser 1000/runAsGroup 3000 and a read-only root to an image
-// whose user 1001 owns its HOME and WORKDIR.
-test.failing(
-  "a training Job (no securityContext) writing its checkpoint to a PersistentVolumeClaim Succeeds (fails today: the forced user and read-only root take the image's HOME and WORKDIR away)",
-  async () => {
-    await applyObjects(cluster, [
-      {
-        apiVersion: "batch/v1",
-        kind: "Job",
-        metadata: { name: "train", namespace: NS },
-        spec: {
-          backoffLimit: 0,
-          template: {
-            metadata: { labels: { app: "train" } },
-            spec: {
-              restartPolicy: "Never",
-              containers: [
-                {
-                  name: "train",
-                  image: imageOf("nonroot-numeric"),
-                  imagePullPolicy: "IfNotPresent",
-                  terminationMessagePolicy: "FallbackToLogsOnError",
-                  env: [{ name: "CHECKPOINT_DIR", value: CHECKPOINT_DIR }],
-                  volumeMounts: [{ name: "checkpoints", mountPath: CHECKPOINT_DIR }],
-                },
-              ],
-              volumes: [
-                { name: "checkpoints", persistentVolumeClaim: { claimName: "checkpoints" } },
-              ],
-            },
+test("a training Job (no securityContext) writing its checkpoint to a PersistentVolumeClaim Succeeds as the image's own user, with fsGroup", async () => {
+  await applyObjects(cluster, [
+    {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "train", namespace: NS },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          metadata: { labels: { app: "train" } },
+          spec: {
+            restartPolicy: "Never",
+            containers: [
+              {
+                name: "train",
+                image: imageOf(registry, "nonroot-numeric"),
+                imagePullPolicy: "IfNotPresent",
+                terminationMessagePolicy: "FallbackToLogsOnError",
+                env: [{ name: "CHECKPOINT_DIR", value: CHECKPOINT_DIR }],
+                volumeMounts: [{ name: "checkpoints", mountPath: CHECKPOINT_DIR }],
+              },
+            ],
+            volumes: [{ name: "checkpoints", persistentVolumeClaim: { claimName: "checkpoints" } }],
           },
         },
       },
-    ]);
-    const job = await eventually(async () => {
-      const res = await cluster.admin.get(`/apis/batch/v1/namespaces/${NS}/jobs/train`);
-      const status = res.body.status as { succeeded?: number; failed?: number };
-      if (!status?.succeeded && !status?.failed) throw new Error("still running");
-      return status;
-    }, 90_000);
-    const [pod] = await podsOf("app=train");
-    expect([job, statuses(pod)[0]?.state?.terminated?.message]).toEqual([
-      expect.objectContaining({ succeeded: 1 }),
-      expect.stringContaining("probe ok"),
-    ]);
-  },
-);
+    },
+  ]);
+  const job = await eventually(async () => {
+    const res = await cluster.admin.get(`/apis/batch/v1/namespaces/${NS}/jobs/train`);
+    const status = res.body.status as { succeeded?: number; failed?: number };
+    if (!status?.succeeded && !status?.failed) throw new Error("still running");
+    return status;
+  }, 90_000);
+  const [pod] = await podsOf("app=train");
+  expect([job, statuses(pod)[0]?.state?.terminated?.message]).toEqual([
+    expect.objectContaining({ succeeded: 1 }),
+    expect.stringContaining("probe ok"),
+  ]);
+  expect(pod.spec).toMatchObject({
+    securityContext: { runAsUser: 1001, fsGroup: 1001, fsGroupChangePolicy: "OnRootMismatch" },
+  });
+});
 
 test("kubectl describe pod shows the module's AdmissionGuardFixed Event next to the scheduler's and the kubelet's", async () => {
   const [pod] = await podsOf("app=serve");

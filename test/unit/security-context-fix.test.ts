@@ -185,7 +185,10 @@ describe("writable paths", () => {
       volumes: [{ name: "mine", emptyDir: {} }],
     });
     const s = parseSettings({
-      securityContext: { readOnlyRootFilesystem: "fill", writablePaths: ["/tmp", "/var/cache/nginx/"] },
+      securityContext: {
+        readOnlyRootFilesystem: "fill",
+        writablePaths: ["/tmp", "/var/cache/nginx/"],
+      },
     });
     fix(p, s.securityContext);
     expect(p.spec.volumes.map((v: Obj) => v.name)).toEqual([

@@ -31,7 +31,7 @@ export interface ControlPlaneInfo {
   kubectl: string;
   pids: number[];
   /** The node's name and containerd socket, when the run has a node (test/node). */
-  node?: { name: string; containerdSocket: string };
+  node?: { name: string; containerdSocket: string; registry?: string };
 }
 
 export interface ControlPlane extends ControlPlaneInfo {

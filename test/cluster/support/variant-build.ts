@@ -36,5 +36,6 @@ export async function buildVariant(name: string, env: Record<string, string>): P
   if (!existsSync(join(dir, `pepr-${pkg.pepr.uuid}.js`)))
     throw new Error(`pepr build wrote no bundle in ${dir}:\n${output.slice(-4000)}`);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-reinvocation.mjs"), dir], {});
+  await run(process.execPath, [join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs"), dir], env);
   return dir;
 }

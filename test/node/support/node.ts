@@ -67,6 +67,8 @@ export interface RunningNode {
   containerdSocket: string;
   /** Imports an image archive (OCI layout with Docker's manifest.json) into the CRI namespace. */
   importImage(archive: string): Promise<void>;
+  /** Lets containerd pull from a registry on this machine over plain HTTP (as insecure registries). */
+  trustPlainHttp(host: string): void;
   stop(): Promise<void>;
 }
 
@@ -215,6 +217,9 @@ state = "${root}/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "${cniDir}"
     conf_dir = "${dir}/cni/net.d"
+  # Per-registry hosts.toml files, read at each pull (trustPlainHttp writes them).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "${dir}/certs.d"
 `;
 }
 
@@ -257,7 +262,15 @@ export async function startNode(ctx: NodeContext): Promise<RunningNode> {
   const { dir } = ctx;
   const netnsBefore = new Set(netnsList());
   writeFileSync(join(dir, "sysctls.json"), JSON.stringify(readSysctls()));
-  for (const sub of ["containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "images"])
+  for (const sub of [
+    "containerd",
+    "cni/net.d",
+    "cni/ipam",
+    "certs.d",
+    "kubelet",
+    "pod-logs",
+    "images",
+  ])
     mkdirSync(join(dir, sub), { recursive: true });
   const socket = join(dir, "containerd", "containerd.sock");
   try {
@@ -407,6 +420,14 @@ async function bringUp(
     name: NODE_NAME,
     containerdSocket: socket,
     importImage,
+    trustPlainHttp(host: string) {
+      const hostDir = join(dir, "certs.d", host);
+      mkdirSync(hostDir, { recursive: true });
+      writeFileSync(
+        join(hostDir, "hosts.toml"),
+        `server = "http://${host}"\n[host."http://${host}"]\n  capabilities = ["pull", "resolve"]\n`,
+      );
+    },
     async stop() {
       // Pods first, through the kubelet, so that their sandboxes and networks are torn down by CRI.
       const pods = await admin.get("/api/v1/pods");

@@ -2,7 +2,10 @@
 // training and serving code does and exits non-zero if any step fails.
 //
 // - root-built: no USER, no non-root user in /etc/passwd, WORKDIR /workspace owned by root (most
-//   ML base images: the framework images, a Dockerfile that never says USER);
+//   ML base images: the framework images, a Dockerfile that never says USER), and a job that
+//   writes ./outputs there;
+// - root-built-scratch: the same image, whose job writes only its HOME caches, /tmp, /dev/shm and
+//   volumes (OUTPUTS_DIR=/tmp/outputs): what runs as any user once it has a HOME;
 // - nonroot-numeric: `USER 1001`, a user 1001 whose HOME and WORKDIR it owns (a well-built image);
 // - nonroot-named: `USER ml` (1002), the same but named: the kubelet cannot check runAsNonRoot on a
 //   name;
@@ -12,7 +15,7 @@ import { baseFiles, buildImage, type BuiltImage, type ImageFile, type ImageSpec 
 /**
  * The probe. MODE=train (default): write ~/.cache/huggingface and ~/.cache/torch (HOME as the
  * runtime set it: from /etc/passwd, "/" for a UID it does not list), a file under /tmp, ./outputs
- * in the WORKDIR, /dev/shm, and a checkpoint in $CHECKPOINT_DIR when set. MODE=serve: read the
+ * in the WORKDIR (or $OUTPUTS_DIR), /dev/shm, and a checkpoint in $CHECKPOINT_DIR when set. MODE=serve: read the
  * model file and serve it over HTTP, writing nothing. Each step prints `ok` or `FAIL` with the
  * error; the summary is the last line, which the kubelet keeps as the termination message.
  */
@@ -32,7 +35,7 @@ fi
 step hf-cache write "$HOME/.cache/huggingface"
 step torch-cache write "$HOME/.cache/torch"
 step tmp write /tmp
-step outputs write ./outputs
+step outputs write "\${OUTPUTS_DIR:-./outputs}"
 step shm write /dev/shm
 [ -n "$CHECKPOINT_DIR" ] && step checkpoint write "$CHECKPOINT_DIR"
 if [ -n "$failed" ]; then
@@ -42,18 +45,27 @@ fi
 echo "probe ok" | tee /dev/termination-log
 `;
 
-export const SHAPES = ["root-built", "nonroot-numeric", "nonroot-named", "user-1000"] as const;
+export const SHAPES = [
+  "root-built",
+  "root-built-scratch",
+  "nonroot-numeric",
+  "nonroot-named",
+  "user-1000",
+] as const;
 export type Shape = (typeof SHAPES)[number];
 
 /** What a reader of the table needs to know about each shape. */
 export const SHAPE_USERS: Record<Shape, string> = {
-  "root-built": "no USER (root), WORKDIR /workspace root-owned",
+  "root-built": "no USER (root), WORKDIR /workspace root-owned, writes ./outputs",
+  "root-built-scratch": "no USER (root), writes only HOME, /tmp, /dev/shm, volumes",
   "nonroot-numeric": "USER 1001, owns HOME and WORKDIR",
   "nonroot-named": "USER ml (1002), owns HOME and WORKDIR",
   "user-1000": "USER 1000 (gid 100), home in /etc/passwd",
 };
 
-export const imageOf = (shape: Shape) => `localhost/admission-guard/probe-${shape}:1`;
+/** Where the node tier serves each shape: its registry (test/support/registry.ts), on loopback. */
+export const repositoryOf = (shape: Shape) => `admission-guard/probe-${shape}`;
+export const imageOf = (registry: string, shape: Shape) => `${registry}/${repositoryOf(shape)}:1`;
 
 const ROOT_PASSWD = "root:x:0:0:root:/root:/bin/sh\n";
 const ROOT_GROUP = "root:x:0:\n";
@@ -76,7 +88,7 @@ function nonRoot(
   const passwd = `${ROOT_PASSWD}${name}:x:${uid}:${gid}::${home}:/bin/sh\n`;
   const group = `${ROOT_GROUP}${user.group}:x:${gid}:\n`;
   return {
-    tags: [imageOf(shape)],
+    tags: [`localhost/${repositoryOf(shape)}:1`],
     files: [
       ...common(passwd, group),
       { path: home.slice(1), mode: 0o755, uid, gid },
@@ -94,13 +106,17 @@ function nonRoot(
 export function shapeSpec(shape: Shape): ImageSpec {
   switch (shape) {
     case "root-built":
+    case "root-built-scratch":
       return {
-        tags: [imageOf(shape)],
+        tags: [`localhost/${repositoryOf(shape)}:1`],
         files: [...common(ROOT_PASSWD, ROOT_GROUP), { path: "workspace", mode: 0o755 }],
         config: {
           WorkingDir: "/workspace",
           Entrypoint: ["/usr/local/bin/probe"],
-          Env: ["PATH=/bin:/usr/local/bin"],
+          Env: [
+            "PATH=/bin:/usr/local/bin",
+            ...(shape === "root-built-scratch" ? ["OUTPUTS_DIR=/tmp/outputs"] : []),
+          ],
         },
       };
     case "nonroot-numeric":
@@ -145,13 +161,13 @@ export interface ImageVariant {
   env?: string[];
 }
 
-/** Every shape built into `outDir`, and each variant as an image of its own. */
-export function buildShapes(outDir: string, variants: ImageVariant[] = []): BuiltImage[] {
-  const built = SHAPES.map(shape => buildImage(shapeSpec(shape), outDir));
-  for (const variant of variants) {
+/** Every shape built into `outDir` (by shape), and each variant as an image of its own. */
+export function buildShapes(outDir: string, variants: ImageVariant[] = []) {
+  const shapes = new Map(SHAPES.map(shape => [shape, buildImage(shapeSpec(shape), outDir)]));
+  const others: BuiltImage[] = variants.map(variant => {
     const spec = shapeSpec(variant.shape);
     const config = { ...spec.config, Env: [...(spec.config.Env ?? []), ...(variant.env ?? [])] };
-    built.push(buildImage({ ...spec, tags: variant.tags, config }, outDir));
-  }
-  return built;
+    return buildImage({ ...spec, tags: variant.tags, config }, outDir);
+  });
+  return { shapes, variants: others };
 }

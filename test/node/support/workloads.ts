@@ -7,15 +7,37 @@ import type { Cluster } from "../../cluster/support/cluster";
 import { imageOf, type ImageVariant, type Shape } from "./shapes";
 
 /**
- * The seeds' image names, loaded into the node as probe images (no registry on the internet
- * serves them here): the trainers are root-built images that train, the GPT-4 canary a root-built
- * image that serves. CRI names images fully (`openai/...` is `docker.io/openai/...`).
+ * The seeds' images, as probes (no registry on the internet serves them here): the trainers are
+ * root-built images whose jobs write caches, /tmp and /dev/shm, the GPT-4 canary a root-built
+ * image that serves. Loaded into the node under their own names (CRI names images fully:
+ * `openai/...` is `docker.io/openai/...`), and served by the tier's registry under the same path,
+ * which the module's `registries.mirrors` point each source registry at (an air-gapped cluster's
+ * set-up: the module reads, and the kubelet pulls, the mirror).
  */
 export const SEED_IMAGES: ImageVariant[] = [
-  { shape: "root-built", tags: ["ghcr.io/run-llama/llama-index:latest"] },
-  { shape: "root-built", tags: ["private-registry.com/mlflow-train:latest"] },
-  { shape: "root-built", tags: ["docker.io/openai/gpt4-inference:latest"], env: ["MODE=serve"] },
+  { shape: "root-built-scratch", tags: ["ghcr.io/run-llama/llama-index:latest"] },
+  { shape: "root-built-scratch", tags: ["private-registry.com/mlflow-train:latest"] },
+  {
+    shape: "root-built-scratch",
+    tags: ["docker.io/openai/gpt4-inference:latest"],
+    env: ["MODE=serve"],
+  },
 ];
+export const SEED_REGISTRIES = ["ghcr.io", "private-registry.com", "docker.io"];
+
+/**
+ * The module's environment on the node tier: it reads image configs from the tier's registry
+ * (plain HTTP on loopback) and mirrors the seeds' registries to it.
+ */
+export function nodeModuleEnv(registry: string): Record<string, string> {
+  return {
+    ADMISSION_GUARD_IMAGES_INSPECT: "true",
+    ADMISSION_GUARD_IMAGES_PLAIN_HTTP: registry,
+    ADMISSION_GUARD_REGISTRIES_MIRRORS: JSON.stringify(
+      Object.fromEntries(SEED_REGISTRIES.map(r => [r, `${registry}/${r}`])),
+    ),
+  };
+}
 
 /** What Pod Security "restricted" asks for, and nothing more: the baseline a job must keep. */
 export const MINIMAL_RESTRICTED = {
@@ -31,6 +53,8 @@ export const CHECKPOINT_DIR = "/checkpoints";
 export interface ProbePodOptions {
   name: string;
   namespace: string;
+  /** The tier's registry (host:port). */
+  registry: string;
   shape: Shape;
   /** "minimal": the four fields Pod Security asks for; "none": no securityContext at all. */
   securityContext: "minimal" | "none";
@@ -54,7 +78,7 @@ export function probePod(options: ProbePodOptions): KubeObject {
       containers: [
         {
           name: "probe",
-          image: imageOf(options.shape),
+          image: imageOf(options.registry, options.shape),
           imagePullPolicy: "IfNotPresent",
           env: [{ name: "CHECKPOINT_DIR", value: CHECKPOINT_DIR }],
           volumeMounts: [{ name: "checkpoints", mountPath: CHECKPOINT_DIR }],
@@ -135,12 +159,15 @@ export async function runPods(
   pods: KubeObject[],
   waitFor: "completion" | "running" = "completion",
   timeoutMs = 90_000,
+  /** Filled with each pod's admission warnings (what kubectl would print), by name. */
+  warnings?: Map<string, string[]>,
 ): Promise<Map<string, Outcome>> {
   const outcomes = new Map<string, Outcome>();
   await Promise.all(
     pods.map(async pod => {
       const ns = pod.metadata!.namespace!;
       const res = await cluster.admin.create(`/api/v1/namespaces/${ns}/pods`, pod);
+      warnings?.set(pod.metadata!.name!, res.warnings);
       if (res.status >= 300)
         outcomes.set(pod.metadata!.name!, {
           kind: "Denied",
