@@ -33,6 +33,8 @@ interface Config {
   name: string;
   bundle: string;
   env: Record<string, string>;
+  /** Another build, which may predate settings this one knows (images.inspect). */
+  foreign?: boolean;
 }
 
 function parseArgs(argv: string[]) {
@@ -64,7 +66,12 @@ function parseArgs(argv: string[]) {
       // name=path of another build of the module
       const at = value.indexOf("=");
       if (at < 1) throw new Error(`--bundle ${value}: expected name=path`);
-      configs.push({ name: value.slice(0, at), bundle: value.slice(at + 1), env: {} });
+      configs.push({
+        name: value.slice(0, at),
+        bundle: value.slice(at + 1),
+        env: {},
+        foreign: true,
+      });
     } else throw new Error(`unknown argument ${flag}`);
     i++;
   }
@@ -96,6 +103,7 @@ async function main() {
         api,
         bundle: config.bundle,
         env: { LOG_LEVEL: "warn", ...config.env },
+        imagesOff: !config.foreign,
       });
       servers.push({ config, controller, pid: pidOnPort(controller.port), us: [] });
     }

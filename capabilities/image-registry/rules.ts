@@ -46,7 +46,16 @@ interface Mirror {
   to: RegistryPrefix;
 }
 
+// Settings are fixed for the controller's life: their mirrors are parsed once, not per request.
+const parsedMirrors = new WeakMap<Settings, { mirrors: Mirror[]; problems: string[] }>();
+
 export function mirrorsOf(settings: Settings): { mirrors: Mirror[]; problems: string[] } {
+  let parsed = parsedMirrors.get(settings);
+  if (!parsed) parsedMirrors.set(settings, (parsed = parseMirrors(settings)));
+  return parsed;
+}
+
+function parseMirrors(settings: Settings): { mirrors: Mirror[]; problems: string[] } {
   const mirrors: Mirror[] = [];
   const problems: string[] = [];
   for (const [from, to] of Object.entries(settings.registries.mirrors)) {

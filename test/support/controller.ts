@@ -33,6 +33,11 @@ export interface ControllerOptions {
   env?: Record<string, string>;
   /** Path of the bundle; default dist/pepr-<uuid>.js of this repo. */
   bundle?: string;
+  /**
+   * Add IMAGES_OFF to the environment (default true); false for a bundle built before the setting
+   * existed (a benchmark's "before"), which would refuse the unknown variable.
+   */
+  imagesOff?: boolean;
   /** How long to wait for /healthz 200 (default 30 s). */
   startTimeoutMs?: number;
 }
@@ -151,7 +156,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
       PEPR_WATCH_MODE: "false",
       LOG_LEVEL: "info",
       ADMISSION_GUARD_PORT: String(port),
-      ...IMAGES_OFF,
+      ...(options.imagesOff === false ? {} : IMAGES_OFF),
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
