@@ -146,8 +146,10 @@ function fixPodLevel(
     if (unset(sc.runAsNonRoot))
       rec.set(sc, "runAsNonRoot", true, at("runAsNonRoot"), "runAsNonRoot");
     // One identity for all: said once, at the pod. Otherwise each container gets its own below.
+    // A pod with no containers yet (a template being built up) gets the configured user; one
+    // whose containers all name their own gets nothing at the pod level.
     const common = chosen.size ? shared(chosen) : undefined;
-    const noContainers = !windows && unset(sc.runAsUser) && !chosen.size;
+    const noContainers = imageContainers(template).length === 0;
     const identity =
       common ?? (noContainers ? { uid: settings.runAsUser, gid: settings.runAsGroup } : undefined);
     if (!windows && identity && unset(sc.runAsUser))

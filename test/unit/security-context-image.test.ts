@@ -161,6 +161,16 @@ describe("the decision table", () => {
     expect(p.spec.containers[0].env).toBeUndefined();
   });
 
+  it("containers that all name their own user get no user or group of ours at the pod level", () => {
+    const p = onePod({ securityContext: { runAsUser: 4242 } });
+    fix(p, [userOf("")]);
+    expect(p.spec.securityContext).toEqual({
+      runAsNonRoot: true,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(p.spec.containers[0].env).toBeUndefined();
+  });
+
   it("containers whose images differ each get their own user; the pod level stays unset", () => {
     const p = pod({
       initContainers: [{ name: "fetch", image: "img" }],
