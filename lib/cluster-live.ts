@@ -8,7 +8,7 @@
 // Staleness: a watch event reaches the cache typically within milliseconds; kubernetes-fluent-client
 // re-lists every 10 minutes and reconnects on errors. Before the first list completes, a kind has
 // "no data" (undefined), which rules treat as "not checked", never as "none exist".
-import { GenericKind, kind, type KubernetesObject } from "kubernetes-fluent-client";
+import { GenericKind, K8s, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import type {
   V1LimitRange,
   V1Node,
@@ -16,7 +16,7 @@ import type {
   V1ServiceAccount,
 } from "@kubernetes/client-node";
 import { AccessReviews } from "./access-reviews";
-import { describeError } from "./api-calls";
+import { API_BUDGET_MS, describeError, withBudget } from "./api-calls";
 import type { ImageRef } from "./image-reference";
 import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
 import {
@@ -47,7 +47,12 @@ export interface LiveClusterOptions {
   serviceAccountFor?: (ns: NamespaceInfo) => string | undefined;
   /** Reads image configs from registries (settings.images.inspect); none: every image unknown. */
   images?: ImageInspector;
+  /** How a namespace is read once through the API before the watch has listed (tests inject one). */
+  readNamespace?: (name: string) => Promise<KubeObject | undefined>;
 }
+
+/** How long a request waits for the namespace watch's first list before reading its namespace. */
+export const NAMESPACE_WAIT_MS = 1000;
 
 export class LiveCluster implements ClusterView {
   readonly source = "live" as const;
@@ -58,6 +63,9 @@ export class LiveCluster implements ClusterView {
   readonly accounts: ServiceAccounts;
   readonly exemptionStore?: WatchedStore<KubernetesObject>;
   private readonly accessReviews: AccessReviews;
+  /** Namespaces read one by one before the watch's first list (then dropped: the watch knows). */
+  private readonly readDirectly = new Map<string, NamespaceInfo>();
+  private readonly namespacesListed: Promise<void>;
 
   constructor(
     private readonly log?: Logger,
@@ -65,6 +73,12 @@ export class LiveCluster implements ClusterView {
   ) {
     this.namespaces = new WatchedStore(kind.Namespace, "namespaces", log);
     this.namespaces.listeners.push((ns, phase) => this.onNamespaceEvent(ns as KubeObject, phase));
+    this.namespacesListed = new Promise(listed =>
+      this.namespaces.listListeners.push(() => {
+        this.readDirectly.clear();
+        listed();
+      }),
+    );
     this.quotas = new WatchedStore(kind.ResourceQuota, "resourcequotas", log);
     this.limitRangeStore = new WatchedStore(kind.LimitRange, "limitranges", log);
     this.nodeStore = new WatchedStore(kind.Node, "nodes", log);
@@ -159,7 +173,36 @@ export class LiveCluster implements ClusterView {
   // event replaces the object, and with it the entry).
   private readonly namespaceInfos = new WeakMap<object, NamespaceInfo>();
 
+  /**
+   * Makes a namespace's mode, labels and annotations known before a request is judged: until the
+   * watch has listed they are unknown, not "unlabelled" (a namespace labelled off or warn would be
+   * enforced, its registry narrowing lost). Waits up to NAMESPACE_WAIT_MS for the list, else reads
+   * that namespace once through the API (within API_BUDGET_MS). Never throws: a namespace that
+   * cannot be read stays unknown, and is logged.
+   */
+  async settle(name: string): Promise<void> {
+    if (!name || this.namespaces.synced || this.readDirectly.has(name)) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.namespacesListed,
+      new Promise<void>(done => (timer = setTimeout(done, NAMESPACE_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+    if (this.namespaces.synced) return;
+    const read = this.options.readNamespace ?? readNamespaceFromApi;
+    try {
+      const ns = await withBudget(read(name), API_BUDGET_MS, `reading namespace ${name}`);
+      if (ns && !this.namespaces.synced) this.readDirectly.set(name, namespaceInfoOf(ns));
+    } catch (e) {
+      this.log?.warn(
+        { namespace: name, error: describeError(e) },
+        "namespace not known yet (the watch has not listed, and reading it failed): judged as unlabelled",
+      );
+    }
+  }
+
   namespace(name: string): NamespaceInfo | undefined {
+    if (!this.namespaces.synced) return this.readDirectly.get(name);
     const ns = this.namespaces.items.get(`/${name}`);
     if (!ns) return undefined;
     let info = this.namespaceInfos.get(ns);
@@ -206,4 +249,8 @@ export class LiveCluster implements ClusterView {
   imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>> {
     return imageConfigsVia(this.options.images, refs, platform, "images.inspect is off");
   }
+}
+
+async function readNamespaceFromApi(name: string): Promise<KubeObject | undefined> {
+  return (await K8s(kind.Namespace).Get(name)) as KubeObject;
 }

@@ -66,6 +66,11 @@ export interface ClusterView {
    * Bounded by settings.images.budgetMs; never throws.
    */
   imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>>;
+  /**
+   * Makes the namespace's labels known before a request is judged (live: the watch may not have
+   * listed yet). A snapshot knows what it holds: it has none.
+   */
+  settle?(namespace: string): Promise<void>;
 }
 
 /** Every image unknown, for the same reason. */

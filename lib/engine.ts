@@ -25,9 +25,11 @@ import {
 import {
   containersChanged,
   hasController,
+  isBeingDeleted,
   isPod,
   isWorkload,
   podTemplateOf,
+  workloadSpecChanged,
   type KubeObject,
 } from "./pod";
 import type { Operation, Policy, PodTarget, RuleContext, RuleFindings } from "./policy";
@@ -443,13 +445,36 @@ function malformed(policy: Policy, obj: KubeObject, what: string): Violation {
 }
 
 /**
+ * Whether an object is judged at all, before any policy runs: the one gate for what makes no new
+ * pod, as Pod Security Admission has one (isSignificantPodUpdate).
+ * - A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is its owner's
+ *   template: judged when the owner was applied, and its pods are judged one by one as they are
+ *   created. Judging it again would stall a rollout in a namespace whose quota is full (the new
+ *   ReplicaSet counted whole, where the rollout adds only its surge) or after a rule changed.
+ * - An object being deleted is never refused (its finalizers are being removed).
+ * - A workload UPDATE that leaves its spec alone (labels, annotations, finalizers, status) makes
+ *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges.
+ */
+export function needsJudging(
+  obj: KubeObject,
+  ctx: Pick<RuleContext, "operation" | "oldObject">,
+): boolean {
+  if (isWorkload(obj) && hasController(obj)) return false;
+  if (ctx.operation !== "UPDATE" || !ctx.oldObject) return true;
+  if (isBeingDeleted(obj)) return false;
+  if (isPod(obj) && isPod(ctx.oldObject)) return containersChanged(obj, ctx.oldObject);
+  if (isWorkload(obj)) return workloadSpecChanged(obj, ctx.oldObject);
+  return true;
+}
+
+/**
  * The acting policies' validation of an object, in order, merged.
  *
- * A Pod UPDATE is judged on what it changes: none of its containers (labels, annotations,
- * finalizers, tolerations): nothing to judge, at the cost of a comparison. A changed image or an
- * added ephemeral container: every policy judges the pod as it will be stored and as it is stored,
- * and only what the stored pod did not already have counts — a pod admitted earlier (under another
- * mode or older rules) is never refused an update for something it had since its creation.
+ * An UPDATE that needsJudging (a changed image, an added ephemeral container, a workload's new
+ * template or more replicas) is judged on what it changes: every policy judges the object as it
+ * will be stored and as it is stored, and only what the stored one did not already have counts —
+ * an object admitted earlier (under another mode or older rules) is never refused an update for
+ * something it had since its creation, and a scale-down is never refused.
  */
 async function validateAll(
   acting: Policy[],
@@ -458,15 +483,20 @@ async function validateAll(
   allPolicies: Policy[],
   exemptions: ApplicableExemptions,
 ): Promise<Validation> {
+  if (!needsJudging(obj, ctx)) return { findings: emptyFindings() };
   const old = ctx.oldObject;
-  if (ctx.operation !== "UPDATE" || !isPod(obj) || !old || !isPod(old))
+  const comparable = old && (isPod(obj) ? isPod(old) : isWorkload(obj) && isWorkload(old));
+  if (ctx.operation !== "UPDATE" || !comparable)
     return validateEach(acting, obj, ctx, allPolicies, exemptions);
-  if (!containersChanged(obj, old)) return { findings: emptyFindings() };
   const [now, before] = await Promise.all([
     validateEach(acting, obj, ctx, allPolicies, exemptions),
     validateEach(acting, old, ctx, allPolicies, exemptions),
   ]);
-  return { findings: newFindings(now.findings, before.findings) };
+  // A workload's pending fixes are what its pods will get, whatever the stored one had.
+  return {
+    findings: { ...newFindings(now.findings, before.findings), changes: now.findings.changes },
+    simulation: now.simulation,
+  };
 }
 
 /** The findings, and for a workload the simulation they were judged on. */

@@ -50,6 +50,13 @@ export interface Exemption {
   reason: string;
   expires: string;
   expiresAt: number;
+  /**
+   * When it was last written: its managedFields' latest time, else its creationTimestamp. Its life
+   * ends exemptions.maxLifetimeDays after that at the latest, whatever spec.expires says.
+   */
+  writtenAt?: number;
+  /** Set on a copy whose life that cap ended earlier than spec.expires (see inForce). */
+  capped?: boolean;
   namespaces: string[];
   names: string[];
   selector?: V1LabelSelector;
@@ -114,6 +121,7 @@ export function readExemption(
       reason,
       expires,
       expiresAt,
+      writtenAt: lastWritten(obj),
       namespaces: namespaces as string[],
       names: (match.names as string[] | undefined) ?? [],
       selector: selector as V1LabelSelector | undefined,
@@ -121,6 +129,33 @@ export function readExemption(
     },
     problems: [],
   };
+}
+
+/** The latest time the object was written: managedFields' times, else its creation. */
+function lastWritten(obj: KubeObject): number | undefined {
+  const meta = obj.metadata as
+    | { managedFields?: { time?: string }[]; creationTimestamp?: string }
+    | undefined;
+  const times = (meta?.managedFields ?? [])
+    .map(f => Date.parse(f?.time ?? ""))
+    .filter(t => !Number.isNaN(t));
+  if (times.length) return Math.max(...times);
+  const created = Date.parse(meta?.creationTimestamp ?? "");
+  return Number.isNaN(created) ? undefined : created;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The Exemption as it counts: its end is spec.expires, or maxLifetimeDays after it was last written
+ * if that comes first (one written while the webhook was not looking, or before the maximum was
+ * lowered, cannot outlive the rule; writing it again renews it). A copy when capped.
+ */
+export function inForce(exemption: Exemption, settings: Settings): Exemption {
+  if (exemption.writtenAt === undefined) return exemption;
+  const cap = exemption.writtenAt + settings.exemptions.maxLifetimeDays * DAY_MS;
+  if (cap >= exemption.expiresAt) return exemption;
+  return { ...exemption, expiresAt: cap, expires: new Date(cap).toISOString(), capped: true };
 }
 
 function selectorProblems(selector: unknown): string[] {
@@ -260,8 +295,9 @@ export function applicableExemptions(
   for (const item of stored) {
     if (item.metadata?.namespace !== settings.exemptions.namespace || !isExemptionObject(item))
       continue;
-    const exemption = parsedExemption(item);
-    if (!exemption || !exemptionMatches(exemption, subject)) continue;
+    const parsedOne = parsedExemption(item);
+    if (!parsedOne || !exemptionMatches(parsedOne, subject)) continue;
+    const exemption = inForce(parsedOne, settings);
     (exemption.expiresAt > now ? out.active : out.expired).push(exemption);
   }
   return out;
@@ -312,7 +348,10 @@ export function expiredWarning(exemption: Exemption): string {
   const waived = exemption.waive
     .map(w => (w.rules ? w.rules.map(r => `${w.capability}/${r}`).join(", ") : `${w.capability}/*`))
     .join(", ");
-  return `admission-guard: Exemption ${exemption.id} expired at ${exemption.expires} and no longer waives ${waived}. Fix: ask a platform admin to renew it (kubectl -n ${exemption.namespace} edit exemption ${exemption.name}) or fix the workload`;
+  const why = exemption.capped
+    ? ` (exemptions.maxLifetimeDays after it was last written, before its spec.expires)`
+    : "";
+  return `admission-guard: Exemption ${exemption.id} expired at ${exemption.expires}${why} and no longer waives ${waived}. Fix: ask a platform admin to renew it (kubectl -n ${exemption.namespace} edit exemption ${exemption.name}) or fix the workload`;
 }
 
 /**

@@ -52,9 +52,17 @@ function inputOf(req: Request): AdmissionInput {
   };
 }
 
+/** The engine's input, once the namespace it is judged in is known (see ClusterView.settle). */
+async function settledInputOf(req: Request): Promise<AdmissionInput> {
+  const input = inputOf(req);
+  const namespace = input.object?.metadata?.namespace || input.namespace;
+  if (namespace) await configured().cluster.settle?.(namespace);
+  return input;
+}
+
 async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Policy[]) {
   try {
-    const result = await mutate(inputOf(req), configured(), acting);
+    const result = await mutate(await settledInputOf(req), configured(), acting);
     for (const e of result.errors)
       Log.error({ capability: e.capability, uid: req.Request.uid }, e.message);
     for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
@@ -67,7 +75,7 @@ async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Poli
 
 async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: Policy[]) {
   try {
-    const result = await answer(inputOf(req), configured(), acting);
+    const result = await answer(await settledInputOf(req), configured(), acting);
     for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
     const warnings = result.warnings.length ? result.warnings : undefined;
     // warn, not info: the deployed module runs at LOG_LEVEL=warn (Pepr's per-request info lines

@@ -153,3 +153,28 @@ export function containersChanged(pod: KubeObject, old: KubeObject): boolean {
   const before = spec(old);
   return CONTAINER_LISTS.some(list => JSON.stringify(now[list]) !== JSON.stringify(before[list]));
 }
+
+/** JSON with sorted keys: the same object whatever order its keys came in. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v) =>
+    isRecord(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map(k => [k, v[k]]),
+        )
+      : v,
+  );
+}
+
+/**
+ * Whether a workload UPDATE changes its spec (pod template, replicas, parallelism, ...): a change of
+ * metadata only (labels, annotations, finalizers, ownerReferences) or of status makes no pod.
+ */
+export function workloadSpecChanged(workload: KubeObject, old: KubeObject): boolean {
+  return canonicalJson(workload.spec ?? null) !== canonicalJson(old.spec ?? null);
+}
+
+/** An object the API server is deleting (its finalizers are being removed). */
+export const isBeingDeleted = (obj: KubeObject): boolean =>
+  Boolean((obj.metadata as { deletionTimestamp?: unknown } | undefined)?.deletionTimestamp);

@@ -63,148 +63,160 @@ const mirrorMap = z.record(z.string(), registryPrefix).superRefine((map, ctx) =>
   }
 });
 
-export const SettingsSchema = z.strictObject({
-  /** Mode of namespaces without the mode label. */
-  mode: z.enum(MODES).default("enforce"),
-  /** Extra namespaces never touched, besides the system ones. */
-  ignoredNamespaces: z.array(namespaceName).default([]),
-  securityContext: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      /** Fill unset restricted-level fields on Pod CREATE. Off: validate only. */
-      mutate: z.boolean().default(true),
-      /** For an image built to run as root or as a named user, or not inspected. */
-      runAsUser: z.number().int().min(1).default(1000),
-      runAsGroup: z.number().int().min(0).default(3000),
-      /**
-       * HOME for a container that runs as runAsUser in an image built for root (or a named user):
-       * an emptyDir mounted here and HOME set to it, so caches (~/.cache, ~/.triton) can be written.
-       */
-      homePath: absolutePath.default("/home/workload"),
-      /**
-       * readOnlyRootFilesystem: "off" leaves it alone (Pod Security does not ask for it, and it is
-       * the fix most likely to break a job); "fill" sets it where unset, with emptyDirs at
-       * writablePaths and HOME. A namespace label may choose otherwise.
-       */
-      readOnlyRootFilesystem: z.enum(READ_ONLY_ROOT).default("off"),
-      /** Paths that get an emptyDir when the root filesystem is made read-only. */
-      writablePaths: z.array(absolutePath).default(["/tmp"]),
-    })
-    .prefault({}),
-  images: z
-    .strictObject({
-      /** Read each image's config (User, WorkingDir, Env) from its registry to fix pods to fit it. */
-      inspect: z.boolean().default(true),
-      /** Registry hosts (with port) spoken to over plain HTTP, as containerd's insecure registries. */
-      plainHttp: z.array(registryPrefix).default([]),
-      /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
-      budgetMs: z.number().int().min(50).max(8000).default(2000),
-      /**
-       * docker config Secrets (kubernetes.io/dockerconfigjson) in the module's namespace whose
-       * credentials are used for private registries. Read at build time too: the build grants
-       * `get` on exactly these Secrets (package.json pepr.env).
-       */
-      credentialsSecrets: z.array(dnsName).default([]),
-    })
-    .prefault({}),
-  labels: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      mutate: z.boolean().default(true),
-      /** Opt-in: drop the legacy `app` label after copying it (never on pods with an owner). */
-      removeLegacyAppLabel: z.boolean().default(false),
-    })
-    .prefault({}),
-  serviceAccount: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      mutate: z.boolean().default(true),
-      /** The dedicated ServiceAccount that replaces "default" (a namespace annotation may name another). */
-      name: z
-        .string()
-        .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
-        .default("workload"),
-      /** Keep the API server's injected token volume on pods that did not ask for a token. */
-      keepTokens: z.boolean().default(false),
-      /** Secret access check: off | warn (default) | enforce. */
-      secretAccess: z.enum(["off", "warn", "enforce"]).default("warn"),
-      /** Create the dedicated ServiceAccount when it does not exist. */
-      ensure: z.boolean().default(true),
-    })
-    .prefault({}),
-  resourceQuota: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      nodeFit: z.boolean().default(true),
-      /** When quota/node data cannot be had (cache not synced, API unreachable): allow with a warning, or deny. */
-      onUnavailable: z.enum(["allow", "deny"]).default("allow"),
-    })
-    .prefault({}),
-  registries: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      /** Registry hosts or repository prefixes; empty: the rule is off. */
-      allowed: z.array(registryPrefix).default([]),
-      /** Registry (or repository prefix) → mirror prefix, e.g. {"docker.io": "harbor.internal/dockerhub"}. */
-      mirrors: mirrorMap.default({}),
-      requireDigest: z.boolean().default(false),
-      forbidLatest: z.boolean().default(false),
-    })
-    .prefault({}),
-  workloads: z
-    .strictObject({
-      /**
-       * Fix the pod templates of Deployments, Jobs and their kin when they are applied (as Kyverno's
-       * auto-generated rules do), not only their pods: PSA then has nothing to warn about, at the
-       * price of fields in the stored object that the applied manifest lacks. Read when the module is
-       * built too (package.json pepr.env): it decides whether the mutating webhook receives workloads.
-       */
-      mutate: z.boolean().default(false),
-    })
-    .prefault({}),
-  exemptions: z
-    .strictObject({
-      /** Exemptions count (off: every violation stands, whatever Exemptions exist). */
-      enabled: z.boolean().default(true),
-      /**
-       * The one namespace whose Exemptions count: whoever may write there grants them (RBAC), never
-       * the author of the workload. An Exemption anywhere else is refused at admission.
-       */
-      namespace: namespaceName.default("admission-guard-exemptions"),
-      /** The longest an Exemption may last, from when it is written to its spec.expires. */
-      maxLifetimeDays: z.number().int().min(1).max(3650).default(90),
-    })
-    .prefault({}),
-  reports: z
-    .strictObject({
-      /** Write a PolicyReport per namespace for the Pods and workloads that already run (watcher). */
-      enabled: z.boolean().default(true),
-      /** At most one write per namespace per this many seconds (changes in between are batched). */
-      intervalSeconds: z.number().int().min(1).max(3600).default(30),
-      /** Results kept per report (fail, then warn, skip, pass); the summary still counts all. */
-      maxResults: z.number().int().min(10).max(20000).default(1000),
-    })
-    .prefault({}),
-  events: z
-    .strictObject({
-      /** An Event on each pod the module fixed, shown by kubectl describe pod. */
-      enabled: z.boolean().default(true),
-      /** Events written per second at most, across the cluster (bursts up to 5 seconds' worth). */
-      perSecond: z.number().min(0.1).max(1000).default(10),
-    })
-    .prefault({}),
-  payload: z
-    .strictObject({
-      enabled: z.boolean().default(true),
-      maxObjectBytes: quantityLike.default(1024 * 1024),
-      maxEnvPerContainer: quantityLike.default(1000),
-      maxEnvFromPerContainer: quantityLike.default(50),
-      maxVolumes: quantityLike.default(100),
-      maxVolumeMountsPerContainer: quantityLike.default(100),
-      maxAnnotationBytes: quantityLike.default(256 * 1024),
-    })
-    .prefault({}),
-});
+export const SettingsSchema = z
+  .strictObject({
+    /** Mode of namespaces without the mode label. */
+    mode: z.enum(MODES).default("enforce"),
+    /** Extra namespaces never touched, besides the system ones. */
+    ignoredNamespaces: z.array(namespaceName).default([]),
+    securityContext: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** Fill unset restricted-level fields on Pod CREATE. Off: validate only. */
+        mutate: z.boolean().default(true),
+        /** For an image built to run as root or as a named user, or not inspected. */
+        runAsUser: z.number().int().min(1).default(1000),
+        runAsGroup: z.number().int().min(0).default(3000),
+        /**
+         * HOME for a container that runs as runAsUser in an image built for root (or a named user):
+         * an emptyDir mounted here and HOME set to it, so caches (~/.cache, ~/.triton) can be written.
+         */
+        homePath: absolutePath.default("/home/workload"),
+        /**
+         * readOnlyRootFilesystem: "off" leaves it alone (Pod Security does not ask for it, and it is
+         * the fix most likely to break a job); "fill" sets it where unset, with emptyDirs at
+         * writablePaths and HOME. A namespace label may choose otherwise.
+         */
+        readOnlyRootFilesystem: z.enum(READ_ONLY_ROOT).default("off"),
+        /** Paths that get an emptyDir when the root filesystem is made read-only. */
+        writablePaths: z.array(absolutePath).default(["/tmp"]),
+      })
+      .prefault({}),
+    images: z
+      .strictObject({
+        /** Read each image's config (User, WorkingDir, Env) from its registry to fix pods to fit it. */
+        inspect: z.boolean().default(true),
+        /** Registry hosts (with port) spoken to over plain HTTP, as containerd's insecure registries. */
+        plainHttp: z.array(registryPrefix).default([]),
+        /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
+        budgetMs: z.number().int().min(50).max(8000).default(2000),
+        /**
+         * docker config Secrets (kubernetes.io/dockerconfigjson) in the module's namespace whose
+         * credentials are used for private registries. Read at build time too: the build grants
+         * `get` on exactly these Secrets (package.json pepr.env).
+         */
+        credentialsSecrets: z.array(dnsName).default([]),
+      })
+      .prefault({}),
+    labels: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        mutate: z.boolean().default(true),
+        /** Opt-in: drop the legacy `app` label after copying it (never on pods with an owner). */
+        removeLegacyAppLabel: z.boolean().default(false),
+      })
+      .prefault({}),
+    serviceAccount: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        mutate: z.boolean().default(true),
+        /** The dedicated ServiceAccount that replaces "default" (a namespace annotation may name another). */
+        name: z
+          .string()
+          .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
+          .default("workload"),
+        /** Keep the API server's injected token volume on pods that did not ask for a token. */
+        keepTokens: z.boolean().default(false),
+        /** Secret access check: off | warn (default) | enforce. */
+        secretAccess: z.enum(["off", "warn", "enforce"]).default("warn"),
+        /** Create the dedicated ServiceAccount when it does not exist. */
+        ensure: z.boolean().default(true),
+      })
+      .prefault({}),
+    resourceQuota: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        nodeFit: z.boolean().default(true),
+        /** When quota/node data cannot be had (cache not synced, API unreachable): allow with a warning, or deny. */
+        onUnavailable: z.enum(["allow", "deny"]).default("allow"),
+      })
+      .prefault({}),
+    registries: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /** Registry hosts or repository prefixes; empty: the rule is off. */
+        allowed: z.array(registryPrefix).default([]),
+        /** Registry (or repository prefix) → mirror prefix, e.g. {"docker.io": "harbor.internal/dockerhub"}. */
+        mirrors: mirrorMap.default({}),
+        requireDigest: z.boolean().default(false),
+        forbidLatest: z.boolean().default(false),
+      })
+      .prefault({}),
+    workloads: z
+      .strictObject({
+        /**
+         * Fix the pod templates of Deployments, Jobs and their kin when they are applied (as Kyverno's
+         * auto-generated rules do), not only their pods: PSA then has nothing to warn about, at the
+         * price of fields in the stored object that the applied manifest lacks. Read when the module is
+         * built too (package.json pepr.env): it decides whether the mutating webhook receives workloads.
+         */
+        mutate: z.boolean().default(false),
+      })
+      .prefault({}),
+    exemptions: z
+      .strictObject({
+        /** Exemptions count (off: every violation stands, whatever Exemptions exist). */
+        enabled: z.boolean().default(true),
+        /**
+         * The one namespace whose Exemptions count: whoever may write there grants them (RBAC), never
+         * the author of the workload. An Exemption anywhere else is refused at admission.
+         */
+        namespace: namespaceName.default("admission-guard-exemptions"),
+        /** The longest an Exemption may last, from when it is written to its spec.expires. */
+        maxLifetimeDays: z.number().int().min(1).max(3650).default(90),
+      })
+      .prefault({}),
+    reports: z
+      .strictObject({
+        /** Write a PolicyReport per namespace for the Pods and workloads that already run (watcher). */
+        enabled: z.boolean().default(true),
+        /** At most one write per namespace per this many seconds (changes in between are batched). */
+        intervalSeconds: z.number().int().min(1).max(3600).default(30),
+        /** Results kept per report (fail, then warn, skip, pass); the summary still counts all. */
+        maxResults: z.number().int().min(10).max(20000).default(1000),
+      })
+      .prefault({}),
+    events: z
+      .strictObject({
+        /** An Event on each pod the module fixed, shown by kubectl describe pod. */
+        enabled: z.boolean().default(true),
+        /** Events written per second at most, across the cluster (bursts up to 5 seconds' worth). */
+        perSecond: z.number().min(0.1).max(1000).default(10),
+      })
+      .prefault({}),
+    payload: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        maxObjectBytes: quantityLike.default(1024 * 1024),
+        maxEnvPerContainer: quantityLike.default(1000),
+        maxEnvFromPerContainer: quantityLike.default(50),
+        maxVolumes: quantityLike.default(100),
+        maxVolumeMountsPerContainer: quantityLike.default(100),
+        maxAnnotationBytes: quantityLike.default(256 * 1024),
+      })
+      .prefault({}),
+  })
+  .superRefine((settings, ctx) => {
+    // Exemptions are validated by the module's webhook as they are written: in a namespace the
+    // webhook never sees, anyone who may write there would grant them unchecked.
+    const ns = settings.exemptions.namespace;
+    if (SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns))
+      ctx.addIssue({
+        code: "custom",
+        path: ["exemptions", "namespace"],
+        message: `"${ns}" is a namespace the webhook never sees (${SYSTEM_NAMESPACES.includes(ns) ? "a system namespace" : "in ignoredNamespaces"}): Exemptions written there would not be validated; choose another (default admission-guard-exemptions)`,
+      });
+  });
 
 export type Settings = z.infer<typeof SettingsSchema>;
 export type SettingsInput = z.input<typeof SettingsSchema>;

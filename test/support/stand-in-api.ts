@@ -164,6 +164,8 @@ export interface StandInApi {
   watching(kind: string): number;
   /** Delay every response by ms (watch events excepted). */
   setLatency(ms: number): void;
+  /** Delay lists of one resource (its plural: "namespaces") by ms, as a slow first list. */
+  holdLists(plural: string, ms: number): void;
   /** true: close every open connection and every new one at once (an unreachable API server). */
   setDown(down: boolean): void;
   setAccessReview(reviewer: AccessReviewer): void;
@@ -293,6 +295,7 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   /** Changes up to this resourceVersion were dropped from the log: older watches get 410. */
   let droppedThrough = 0;
   let latency = 0;
+  const listHolds = new Map<string, number>();
   let down = false;
   let accessReview: AccessReviewer = options.accessReview ?? (() => ({ allowed: false }));
   /** The stored RBAC objects, indexed again whenever anything changed (resourceVersion moved). */
@@ -513,6 +516,14 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
         );
       }
       const { type } = r;
+      const hold = listHolds.get(type.plural);
+      if (
+        hold &&
+        method === "GET" &&
+        r.name === undefined &&
+        url.searchParams.get("watch") !== "true"
+      )
+        await sleep(hold);
       if (type.kind === "SubjectAccessReview") {
         if (method !== "POST") throw new HttpError(405, "MethodNotAllowed", "create only");
         const review = (body ?? {}) as KubeObject;
@@ -654,6 +665,9 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     },
     setLatency(ms) {
       latency = ms;
+    },
+    holdLists(plural: string, ms: number) {
+      listHolds.set(plural, ms);
     },
     setDown(value) {
       down = value;

@@ -64,3 +64,56 @@ describe("describeError", () => {
     expect(describeError("plain")).toBe("plain");
   });
 });
+
+describe("a namespace before the watch has listed is unknown, not unlabelled (LiveCluster.settle)", () => {
+  const labelled = (name: string, labels: Record<string, string>) =>
+    ({ apiVersion: "v1", kind: "Namespace", metadata: { name, labels } }) as never;
+  /** What the watch does on its first list: the objects, then the list listeners. */
+  const list = (live: LiveCluster, ...namespaces: never[]) => {
+    for (const ns of namespaces) live.namespaces.apply(ns, "ADDED");
+    live.namespaces.synced = true;
+    for (const listener of live.namespaces.listListeners) listener();
+  };
+
+  it("waits for the first list when it comes within the wait", async () => {
+    const reads: string[] = [];
+    const live = new LiveCluster(undefined, {
+      readNamespace: async name => (reads.push(name), undefined),
+    });
+    expect(live.namespace("lab")).toBeUndefined();
+    const settled = live.settle("lab");
+    setTimeout(() => list(live, labelled("lab", { "admission-guard.dev/mode": "warn" })), 50);
+    await settled;
+    expect(live.namespace("lab")?.labels).toEqual({ "admission-guard.dev/mode": "warn" });
+    expect(reads).toEqual([]);
+  });
+
+  it("reads the namespace once through the API when the list is late, until the list comes", async () => {
+    const reads: string[] = [];
+    const live = new LiveCluster(undefined, {
+      readNamespace: async name => (
+        reads.push(name),
+        labelled(name, { "admission-guard.dev/mode": "off" })
+      ),
+    });
+    await live.settle("lab");
+    await live.settle("lab");
+    expect(reads).toEqual(["lab"]);
+    expect(live.namespace("lab")?.labels).toEqual({ "admission-guard.dev/mode": "off" });
+    list(live, labelled("lab", { "admission-guard.dev/mode": "enforce" }));
+    expect(live.namespace("lab")?.labels).toEqual({ "admission-guard.dev/mode": "enforce" });
+  });
+
+  it("a read that fails leaves it unknown and is logged, never thrown", async () => {
+    const warned: string[] = [];
+    const live = new LiveCluster(
+      { info: () => undefined, warn: (_o, m) => void warned.push(m) },
+      { readNamespace: async () => Promise.reject(new Error("connection refused")) },
+    );
+    await expect(live.settle("lab")).resolves.toBeUndefined();
+    expect(live.namespace("lab")).toBeUndefined();
+    expect(warned).toEqual([
+      "namespace not known yet (the watch has not listed, and reading it failed): judged as unlabelled",
+    ]);
+  });
+});

@@ -487,3 +487,85 @@ describe("every capability lists its rules", () => {
     for (const p of policies) expect(p.rules.length).toBeGreaterThan(0);
   });
 });
+
+describe("an Exemption holds in use, not only at write", () => {
+  const written = (daysAgo: number, expiresInDays: number, how: "managed" | "created") => {
+    const e = exemption({ expires: inDays(expiresInDays) });
+    const at = new Date(Date.now() - daysAgo * DAY).toISOString();
+    e.metadata = {
+      ...e.metadata,
+      ...(how === "managed"
+        ? {
+            creationTimestamp: new Date(Date.now() - 400 * DAY).toISOString(),
+            managedFields: [
+              {
+                manager: "kubectl",
+                operation: "Apply",
+                time: new Date(Date.now() - 300 * DAY).toISOString(),
+              },
+              { manager: "kubectl", operation: "Update", time: at },
+            ],
+          }
+        : { creationTimestamp: at }),
+    } as unknown as KubeObject["metadata"];
+    return e;
+  };
+  const settings = defaultSettings(); // maxLifetimeDays 90
+
+  it("one written 100 days ago with an expiry a year out no longer counts, and says why", async () => {
+    const found = applicableExemptions(
+      driverPod(),
+      "gpu-operator",
+      [written(100, 365, "created")],
+      settings,
+    );
+    expect(found.active).toEqual([]);
+    expect(found.expired).toHaveLength(1);
+    expect(found.expired[0]).toMatchObject({ capped: true });
+    const r = await review(policies, driverPod(), {
+      settings,
+      cluster: new SnapshotCluster([written(100, 365, "created")]),
+    });
+    expect(r.allowed).toBe(false);
+    expect(r.warnings).toContainEqual(
+      expect.stringMatching(
+        /Exemption admission-guard-exemptions\/gpu-driver expired at .* \(exemptions\.maxLifetimeDays after it was last written, before its spec\.expires\)/,
+      ),
+    );
+  });
+
+  it("a renewal (its latest managedFields time) counts again, until maxLifetimeDays after it", () => {
+    const renewed = written(10, 365, "managed");
+    const found = applicableExemptions(driverPod(), "gpu-operator", [renewed], settings);
+    expect(found.active).toHaveLength(1);
+    const until = Date.parse(found.active[0].expires);
+    expect(Math.round((until - (Date.now() - 10 * DAY)) / DAY)).toBe(90);
+  });
+
+  it("within both limits it counts until its own expires", () => {
+    const found = applicableExemptions(
+      driverPod(),
+      "gpu-operator",
+      [written(1, 30, "created")],
+      settings,
+    );
+    expect(found.active[0].capped).toBeUndefined();
+    expect(found.active[0].expires).toBe(
+      readExemption(written(1, 30, "created")).exemption?.expires,
+    );
+  });
+});
+
+describe("exemptions.namespace must be one the webhook sees", () => {
+  it.each([["kube-system"], ["pepr-system"]])("%s is refused at start-up, named", ns => {
+    expect(() => parseSettings({ exemptions: { namespace: ns } })).toThrow(
+      `exemptions.namespace: "${ns}" is a namespace the webhook never sees (a system namespace)`,
+    );
+  });
+
+  it("an ignored namespace is refused too", () => {
+    expect(() =>
+      parseSettings({ ignoredNamespaces: ["platform"], exemptions: { namespace: "platform" } }),
+    ).toThrow('"platform" is a namespace the webhook never sees (in ignoredNamespaces)');
+  });
+});

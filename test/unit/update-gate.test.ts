@@ -1,0 +1,167 @@
+// The one gate for what makes no new pod (lib/engine.ts needsJudging), and workload UPDATEs
+// judged on what they change: a rollout in a namespace whose quota is full still rolls, a
+// scale-down or a finalizer removal is never refused, and only what an update adds counts.
+import { policies } from "../../capabilities";
+import { SnapshotCluster } from "../../lib/cluster";
+import { needsJudging, review } from "../../lib/engine";
+import type { KubeObject } from "../../lib/pod";
+import { defaultSettings } from "../../lib/settings";
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const NS = "gpu-team";
+/** The usual GPU namespace: quota = what the team owns, all of it in use. */
+const cluster = () =>
+  new SnapshotCluster([
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
+    {
+      apiVersion: "v1",
+      kind: "ResourceQuota",
+      metadata: { name: "compute", namespace: NS },
+      spec: { hard: { "requests.cpu": "2" } },
+      status: { hard: { "requests.cpu": "2" }, used: { "requests.cpu": "2" } },
+    },
+    { kind: "LimitRange", metadata: { name: "none", namespace: "other" } },
+    {
+      kind: "Node",
+      metadata: { name: "n1" },
+      status: { allocatable: { cpu: "8", memory: "32Gi", pods: "110" } },
+    },
+  ] as KubeObject[]);
+
+const deployment = (replicas: number, container: Obj = {}): KubeObject => ({
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name: "serve", namespace: NS, uid: "d-1" },
+  spec: {
+    replicas,
+    selector: { matchLabels: { app: "serve" } },
+    template: {
+      metadata: { labels: { app: "serve", "app.kubernetes.io/component": "serve" } },
+      spec: {
+        containers: [
+          {
+            name: "serve",
+            image: "ghcr.io/org/serve:1",
+            resources: { requests: { cpu: "1" } },
+            ...container,
+          },
+        ],
+      },
+    },
+  },
+});
+
+/** The ReplicaSet the Deployment controller makes for a new template. */
+const replicaSet = (replicas: number): KubeObject => {
+  const d = deployment(replicas) as Obj;
+  return {
+    apiVersion: "apps/v1",
+    kind: "ReplicaSet",
+    metadata: {
+      name: "serve-5cf47bbbfb",
+      namespace: NS,
+      ownerReferences: [
+        { apiVersion: "apps/v1", kind: "Deployment", name: "serve", uid: "d-1", controller: true },
+      ],
+    },
+    spec: { replicas, selector: d.spec.selector, template: d.spec.template },
+  };
+};
+
+const judge = (
+  object: KubeObject,
+  operation: "CREATE" | "UPDATE" = "CREATE",
+  oldObject?: KubeObject,
+) =>
+  review(policies, object, {
+    settings: defaultSettings(),
+    cluster: cluster(),
+    operation,
+    oldObject,
+  });
+
+const PRIVILEGED = { securityContext: { privileged: true } };
+
+describe("needsJudging", () => {
+  it("a controller's workload, an object being deleted, and updates that change no spec are not judged", () => {
+    const d = deployment(2);
+    expect(needsJudging(d, { operation: "CREATE" })).toBe(true);
+    expect(needsJudging(replicaSet(1), { operation: "CREATE" })).toBe(false);
+    const relabelled = { ...d, metadata: { ...d.metadata, labels: { team: "a" } } };
+    expect(needsJudging(relabelled, { operation: "UPDATE", oldObject: d })).toBe(false);
+    const deleting = {
+      ...deployment(3),
+      metadata: { ...d.metadata, deletionTimestamp: "2026-12-01T00:00:00Z" },
+    } as unknown as KubeObject;
+    expect(needsJudging(deleting, { operation: "UPDATE", oldObject: d })).toBe(false);
+    expect(needsJudging(deployment(3), { operation: "UPDATE", oldObject: d })).toBe(true);
+  });
+});
+
+describe("a rolling update in a namespace whose quota is full", () => {
+  it("the Deployment controller's new ReplicaSet is admitted: its pods are judged as they are created", async () => {
+    const r = await judge(replicaSet(1));
+    expect(r.allowed).toBe(true);
+    expect(r.violations).toEqual([]);
+  });
+
+  it("Kubernetes' own verdict stays for each new pod: it is over the quota until an old one goes", async () => {
+    const pod: KubeObject = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { generateName: "serve-5cf47bbbfb-", namespace: NS },
+      spec: (replicaSet(1).spec as Obj).template.spec,
+    };
+    const r = await judge(pod);
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toContain(
+      "resource-quota/quota-exceeded",
+    );
+  });
+});
+
+describe("workload updates are judged on what they add", () => {
+  it("a scale-down of a Deployment that breaks a rule added since is admitted", async () => {
+    const stored = deployment(3, PRIVILEGED);
+    const r = await judge(deployment(1, PRIVILEGED), "UPDATE", stored);
+    expect(r.allowed).toBe(true);
+  });
+
+  it("a finalizer removal while it is deleted is admitted", async () => {
+    const stored = {
+      ...deployment(2, PRIVILEGED),
+      metadata: { ...deployment(2).metadata, finalizers: ["foregroundDeletion"] },
+    };
+    const deleting = {
+      ...deployment(2, PRIVILEGED),
+      metadata: {
+        ...deployment(2).metadata,
+        deletionTimestamp: "2026-12-01T00:00:00Z",
+        finalizers: [],
+      },
+    } as unknown as KubeObject;
+    expect((await judge(deleting, "UPDATE", stored)).allowed).toBe(true);
+  });
+
+  it("a scale-up over the quota is denied for the quota only: what the stored one had is not held against it", async () => {
+    const r = await judge(deployment(3, PRIVILEGED), "UPDATE", deployment(2, PRIVILEGED));
+    expect(r.allowed).toBe(false);
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toEqual([
+      "resource-quota/quota-exceeded",
+    ]);
+  });
+
+  it("a new template that adds a violation is denied for it", async () => {
+    const r = await judge(deployment(2, PRIVILEGED), "UPDATE", deployment(2));
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toContain(
+      "security-context/privileged",
+    );
+  });
+
+  it("the same Deployment created anew is judged in full", async () => {
+    const r = await judge(deployment(2, PRIVILEGED));
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toEqual(
+      expect.arrayContaining(["security-context/privileged", "resource-quota/quota-exceeded"]),
+    );
+  });
+});
