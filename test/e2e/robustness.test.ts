@@ -163,12 +163,21 @@ describe("malformed and unusual reviews", () => {
     }
   });
 
-  it("refuses a body above Pepr's limit with 413 (never a crash)", async () => {
+  it("a 2.5 MB object, over Pepr's own 2mb body limit, reaches the payload-size rule and is denied by it", async () => {
     const { body } = malformed.find(([n]) => n.startsWith("a 2.5 MB"))![1]();
     const res = await send("validate", body);
-    // With the payload-size capability raising the limit, the object is denied by it instead.
-    if (res.status === 200) expect(res.body).toContain("admission-guard/payload-size");
-    else expect(res.status).toBe(413);
+    expect(res.status).toBe(200);
+    expect((res.json as AdmissionReview).response?.allowed).toBe(false);
+    expect(res.body).toContain("admission-guard/payload-size");
+  });
+
+  it("a body above the raised limit (8mb) is refused with 413, and the controller serves on", async () => {
+    const { body } = withObject({
+      metadata: { name: "huge", annotations: { blob: "x".repeat(9 * 1024 * 1024) } },
+    });
+    expect((await send("validate", body)).status).toBe(413);
+    const { body: small } = withObject({ metadata: { name: "after" } });
+    expect((await send("validate", small)).status).toBe(200);
   });
 
   it("dry-run requests: answered like the others, without side effects in the cluster", async () => {

@@ -133,6 +133,9 @@ describe("labels: carry the app label", () => {
       },
     );
     expect(r.allowed).toBe(false);
+    // Denied as malformed, said once, with the fix — not an internal error of a rule.
+    expect(r.violations.map(v => v.rule)).toEqual(["malformed-object"]);
+    expect(r.denials[0]).toMatch(/has no spec.*Fix: give the Pod a spec with containers/);
   });
 
   it("is idempotent for any labels (property)", async () => {

@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { schemaProblems } from "../../cli/schema";
 import { ALL_CHECKS, checksFor, evaluatePod } from "../../capabilities/security-context/checks";
 import { podTemplateOf, type KubeObject, type PodTemplateRef } from "../../lib/pod";
 
@@ -159,19 +160,51 @@ describe("messages name the containers and fields involved", () => {
   });
 });
 
-describe("malformed input never throws and never passes silently", () => {
-  const weird: unknown[] = [
-    { containers: "nope" },
-    { containers: [null, 3, "x", { name: 5, securityContext: "bad" }] },
-    { securityContext: [], containers: [{ securityContext: { capabilities: "ALL" } }] },
-    { volumes: [null, { name: "v", emptyDir: null }], containers: [{ ports: "80" }] },
-    { securityContext: { sysctls: [null, { name: 7 }], seLinuxOptions: "x" }, containers: [] },
-    { os: "windows", hostUsers: "false", containers: [{ lifecycle: { preStop: 1 } }] },
+describe("malformed input never throws, and what can be read is still judged", () => {
+  // A value of the wrong type counts as unset: the check judges what is left.
+  const CONTAINER_UNSET = [
+    "allowPrivilegeEscalation",
+    "runAsNonRoot",
+    "seccompProfile_restricted",
+    "capabilities_restricted",
   ];
-  it.each(weird.map((spec, i) => [i, spec] as const))("spec #%i", (_i, spec) => {
+  const weird: [unknown, string[]][] = [
+    [{ containers: [null, 3, "x", { name: 5, securityContext: "bad" }] }, CONTAINER_UNSET],
+    [
+      { securityContext: [], containers: [{ securityContext: { capabilities: "ALL" } }] },
+      CONTAINER_UNSET,
+    ],
+    [
+      { volumes: [null, { name: "v", emptyDir: null }], containers: [{ ports: "80" }] },
+      ["restrictedVolumes", ...CONTAINER_UNSET],
+    ],
+    [
+      { securityContext: { sysctls: [null, { name: 7 }], seLinuxOptions: "x" }, containers: [] },
+      ["sysctls"],
+    ],
+    [
+      { os: "windows", hostUsers: "false", containers: [{ lifecycle: { preStop: 1 } }] },
+      CONTAINER_UNSET,
+    ],
+  ];
+  it.each(weird.map(([spec, ids], i) => [i, spec, ids] as const))("spec #%i", (_i, spec, ids) => {
     const template = podTemplateOf({ kind: "Pod", metadata: {}, spec } as KubeObject)!;
     expect(() => evaluatePod(template)).not.toThrow();
-    for (const result of evaluatePod(template)) expect(typeof result.allowed).toBe("boolean");
+    const failing = evaluatePod(template).filter(r => !r.allowed);
+    expect(failing.map(r => r.id)).toEqual(ids);
+    for (const r of failing) expect(r.fix).toBeTruthy();
+  });
+
+  it("a pod whose containers are not a list has nothing for the checks to judge: the API server refuses it first, and so does check", () => {
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p" },
+      spec: { containers: "nope" },
+    };
+    const template = podTemplateOf(pod as unknown as KubeObject)!;
+    expect(evaluatePod(template).filter(r => !r.allowed)).toEqual([]);
+    expect(schemaProblems(pod as unknown as KubeObject).join("\n")).toContain("spec.containers");
   });
 
   it("counts a volume with a null source as a restricted (unknown) type, as PSA does", () => {
