@@ -151,3 +151,34 @@ describe("image credentials RBAC (images.credentialsSecrets)", () => {
     expect(rules.filter(r => r.resources?.includes("secrets"))).toEqual([]);
   });
 });
+
+describe("the watcher's memory (npm run bench:reports: ~611 MB settled, 942 MB peak at 10,000 pods)", () => {
+  it("the manifest and the Helm values give the watcher 640Mi requested, 1280Mi at most; the admission pods keep Pepr's", () => {
+    const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
+      d => d.toJS() as KubeObject,
+    );
+    const deployments = docs.filter(d => d.kind === "Deployment");
+    const memoryOf = (d: KubeObject) =>
+      (
+        d.spec as {
+          template: {
+            spec: { containers: { resources: Record<string, Record<string, string>> }[] };
+          };
+        }
+      ).template.spec.containers[0].resources;
+    const watcher = deployments.find(d => String(d.metadata?.name).endsWith("-watcher"))!;
+    const admission = deployments.find(d => !String(d.metadata?.name).endsWith("-watcher"))!;
+    expect(memoryOf(watcher)).toMatchObject({
+      requests: { memory: "640Mi" },
+      limits: { memory: "1280Mi" },
+    });
+    expect(memoryOf(admission)).toMatchObject({ limits: { memory: "512Mi" } });
+    const values = readFileSync(
+      join(REPO_ROOT, "dist", `${pkg.pepr.uuid}-chart`, "values.yaml"),
+      "utf8",
+    );
+    expect(values).toMatch(
+      /watcher:[\s\S]*resources:\s*\n\s*requests:\s*\n\s*memory: '?640Mi'?[\s\S]*limits:\s*\n\s*memory: '?1280Mi'?/,
+    );
+  });
+});

@@ -37,5 +37,6 @@ export async function buildVariant(name: string, env: Record<string, string>): P
     throw new Error(`pepr build wrote no bundle in ${dir}:\n${output.slice(-4000)}`);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-reinvocation.mjs"), dir], {});
   await run(process.execPath, [join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs"), dir], env);
+  await run(process.execPath, [join(REPO_ROOT, "scripts", "watcher-memory.mjs"), dir], env);
   return dir;
 }
