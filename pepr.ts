@@ -8,7 +8,7 @@ import { LiveCluster } from "./lib/cluster-live";
 import { imageInspectorFor } from "./lib/images/inspector";
 import { CredentialsStore } from "./lib/images/credentials";
 import { configureAdmission } from "./lib/pepr-adapter";
-import { raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
+import { installGracefulDrain, raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 import { installExemptionCrd } from "./lib/crds";
 import type { EngineDeps } from "./lib/engine";
@@ -65,6 +65,10 @@ if (!building) {
 // Before Pepr builds its server: reviews up to the API server's sizes reach our payload-size rules
 // instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
 if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
+// The admission pods' preStop hook drains them before Pepr closes its server (a rollout or a
+// deleted pod then refuses no request).
+if (!building && !watcher && !installGracefulDrain())
+  Log.warn("could not install the graceful drain on Pepr's server");
 
 // Each policy area is a Pepr capability (capabilities/index.ts); their actions answer with these.
 const deps = { settings, cluster, policies };

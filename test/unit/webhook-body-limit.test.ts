@@ -1,7 +1,12 @@
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { request } from "node:http";
-import { raiseWebhookBodyLimit, WEBHOOK_BODY_LIMIT } from "../../lib/webhook-body-limit";
+import {
+  DRAIN_PATH,
+  installGracefulDrain,
+  raiseWebhookBodyLimit,
+  WEBHOOK_BODY_LIMIT,
+} from "../../lib/webhook-body-limit";
 import { jsonBytes, withoutPeprAnnotations } from "../../capabilities/payload-size/measure";
 
 // Pepr's express, loaded the way the module loads it (Node's own require, as in the controller).
@@ -49,6 +54,58 @@ describe("Pepr's webhook body limit", () => {
     expect(WEBHOOK_BODY_LIMIT).toBe("8mb");
     expect(await postSize(4.5 * 1024 * 1024)).toBe(200);
     expect(await postSize(9 * 1024 * 1024)).toBe(413);
+  });
+});
+
+describe("the admission pods' graceful drain (preStop)", () => {
+  /** One request's status and Connection header, on a fresh connection. */
+  const call = (port: number, method: string, path: string) =>
+    new Promise<{ status: number; connection?: string }>((ok, fail) => {
+      const req = request(
+        { port, host: "127.0.0.1", method, path, headers: { "content-type": "application/json" } },
+        res => {
+          res.resume();
+          res.on("end", () =>
+            ok({
+              status: res.statusCode ?? 0,
+              connection: res.headers.connection,
+            }),
+          );
+        },
+      );
+      req.on("error", fail);
+      req.end(method === "POST" ? "{}" : undefined);
+    });
+
+  it("answers as usual until the drain call; then every answer says Connection: close, and the drain call returns after the delay", async () => {
+    expect(installGracefulDrain(300)).toBe(true);
+    expect(installGracefulDrain(300)).toBe(true); // once, whatever the calls
+    expect(raiseWebhookBodyLimit()).toBe(true); // both wraps together
+    const app = express();
+    app.use(express.json({ limit: "2mb" }));
+    app.post("/validate/x", (_req: unknown, res: { json(v: unknown): void }) =>
+      res.json({ ok: true }),
+    );
+    const server = app.listen(0);
+    await new Promise(ok => server.once("listening", ok));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const before = await call(port, "POST", "/validate/x");
+      expect(before).toMatchObject({ status: 200 });
+      expect(before.connection).not.toBe("close");
+      let drainReturned = false;
+      const drained = call(port, "GET", DRAIN_PATH).then(r => ((drainReturned = true), r));
+      await new Promise(r => setTimeout(r, 50));
+      expect(await call(port, "POST", "/validate/x")).toMatchObject({
+        status: 200,
+        connection: "close",
+      });
+      // Still draining: the hook (and so SIGTERM) waits while requests are answered.
+      expect(drainReturned).toBe(false);
+      expect((await drained).status).toBe(200);
+    } finally {
+      server.close();
+    }
   });
 });
 

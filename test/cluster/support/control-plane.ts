@@ -151,7 +151,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const server = `https://127.0.0.1:${apiPort}`;
     group.start("kube-apiserver", bins.kubeApiserver!, [
       `--etcd-servers=${etcdUrl}`,
-      `--bind-address=127.0.0.1`,
+      // Loopback, but on the node tier every address: pods reach the API server through the
+      // kubernetes Service, whose endpoint is this host's address on the pods' bridge.
+      `--bind-address=${options.node ? "0.0.0.0" : "127.0.0.1"}`,
       `--advertise-address=127.0.0.1`,
       `--secure-port=${apiPort}`,
       `--cert-dir=${dir}`,

@@ -38,5 +38,6 @@ export async function buildVariant(name: string, env: Record<string, string>): P
   await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-reinvocation.mjs"), dir], {});
   await run(process.execPath, [join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs"), dir], env);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "watcher-memory.mjs"), dir], env);
+  await run(process.execPath, [join(REPO_ROOT, "scripts", "admission-availability.mjs"), dir], env);
   return dir;
 }

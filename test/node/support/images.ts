@@ -26,7 +26,10 @@ export interface ImageFile {
   path: string;
   /** Text content; a directory when absent and `copyFrom` is absent too. */
   content?: string;
+  /** A file's content from this machine (a symlink is followed). */
   copyFrom?: string;
+  /** A whole directory tree from this machine, copied as it is (owners, modes, links). */
+  copyTree?: string;
   mode?: number;
   uid?: number;
   gid?: number;
@@ -98,6 +101,10 @@ function stage(root: string, files: ImageFile[]): void {
   for (const file of files) {
     const target = join(root, file.path);
     mkdirSync(dirname(target), { recursive: true });
+    if (file.copyTree) {
+      execFileSync("cp", ["-a", file.copyTree, target]);
+      continue;
+    }
     if (file.copyFrom) copyFileSync(file.copyFrom, target);
     else if (file.content !== undefined) writeFileSync(target, file.content);
     else mkdirSync(target, { recursive: true });

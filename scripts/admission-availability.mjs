@@ -1,0 +1,98 @@
+// After `pepr build`: what the admission Deployment needs to stay available while its pods come and
+// go (a rollout, a drained node, a deleted pod), measured on the node tier (test/node/50-deploy):
+// - a preStop hook that drains the pod (GET /admission-guard/drain, lib/webhook-body-limit.ts:
+//   answers carry `Connection: close` for 5 s, then SIGTERM), so no request is sent on a kept-alive
+//   connection as Pepr closes its server, and a termination grace period that covers it (15 s);
+// - a PodDisruptionBudget (minAvailable 1), so a node drain never takes both replicas at once.
+// In dist/pepr-module-<uuid>.yaml and in the Helm chart. Idempotent; anything it cannot find to
+// change is an error, as for scripts/webhook-reinvocation.mjs.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { parseAllDocuments, parseDocument, stringify } from "yaml";
+
+const DRAIN_PATH = "/admission-guard/drain"; // lib/webhook-body-limit.ts DRAIN_PATH
+const GRACE_SECONDS = 15;
+const PRE_STOP = { httpGet: { path: DRAIN_PATH, port: 3000, scheme: "HTTPS" } };
+
+const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+const dist = process.argv[2]
+  ? new URL(`file://${process.argv[2].replace(/\/?$/, "/")}`)
+  : new URL("../dist/", import.meta.url);
+const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
+const chart = new URL(`${pepr.uuid}-chart/`, dist);
+const NAME = `pepr-${pepr.uuid}`;
+
+function fail(message) {
+  console.error(`admission-availability: ${message}`);
+  process.exit(1);
+}
+
+const budget = {
+  apiVersion: "policy/v1",
+  kind: "PodDisruptionBudget",
+  metadata: { name: NAME, namespace: "pepr-system" },
+  spec: {
+    minAvailable: 1,
+    selector: { matchLabels: { app: NAME, "pepr.dev/controller": "admission" } },
+  },
+};
+
+// The manifest, through the YAML model.
+if (!existsSync(manifest)) fail(`${manifest.pathname} is missing: run pepr build first`);
+const docs = parseAllDocuments(readFileSync(manifest, "utf8")).filter(
+  d => d.get("kind") !== "PodDisruptionBudget",
+);
+const admission = docs.find(
+  d => d.get("kind") === "Deployment" && d.getIn(["metadata", "name"]) === NAME,
+);
+if (!admission) fail(`${manifest.pathname}: no admission Deployment ${NAME}`);
+admission.setIn(["spec", "template", "spec", "terminationGracePeriodSeconds"], GRACE_SECONDS);
+const containers = admission.getIn(["spec", "template", "spec", "containers"]);
+if (containers?.items?.length !== 1) fail("the admission Deployment should have one container");
+containers.items[0].setIn(["lifecycle", "preStop"], admission.createNode(PRE_STOP));
+writeFileSync(manifest, docs.map(d => d.toString()).join("") + `---\n${stringify(budget)}`);
+
+// The Helm chart: its values, its Deployment template (YAML with Go template actions: by line),
+// and a template of its own for the budget.
+const values = new URL("values.yaml", chart);
+const template = new URL("templates/admission-deployment.yaml", chart);
+if (!existsSync(values) || !existsSync(template)) fail(`${chart.pathname}: no Helm chart there`);
+const valuesDoc = parseDocument(readFileSync(values, "utf8"));
+if (!valuesDoc.hasIn(["admission", "terminationGracePeriodSeconds"]))
+  fail("values.yaml has no admission.terminationGracePeriodSeconds");
+valuesDoc.setIn(["admission", "terminationGracePeriodSeconds"], GRACE_SECONDS);
+writeFileSync(values, valuesDoc.toString());
+
+/** The hook as template lines, at the container's indentation. */
+const hookLines = pad => [
+  `${pad}lifecycle:`,
+  `${pad}  preStop:`,
+  `${pad}    httpGet:`,
+  `${pad}      path: ${DRAIN_PATH}`,
+  `${pad}      port: 3000`,
+  `${pad}      scheme: HTTPS`,
+];
+const lines = readFileSync(template, "utf8").split("\n");
+const out = [];
+let added = 0;
+for (let i = 0; i < lines.length; i++) {
+  // A second run: the block this script wrote goes, and is written again below.
+  if (/^\s*lifecycle:\s*$/.test(lines[i])) {
+    i += hookLines("").length - 1;
+    continue;
+  }
+  const ports = /^(\s*)ports:\s*$/.exec(lines[i]);
+  if (ports && !added) {
+    out.push(...hookLines(ports[1]));
+    added++;
+  }
+  out.push(lines[i]);
+}
+if (!added) fail(`${template.pathname}: no container ports to put the preStop hook beside`);
+writeFileSync(template, out.join("\n"));
+writeFileSync(
+  new URL("templates/admission-pdb.yaml", chart),
+  `{{- if .Values.admission.enabled }}\n${stringify(budget)}{{- end }}\n`,
+);
+console.log(
+  `admission availability: preStop drain, terminationGracePeriodSeconds ${GRACE_SECONDS}, PodDisruptionBudget minAvailable 1, in the manifest and the Helm chart`,
+);

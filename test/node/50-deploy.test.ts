@@ -1,0 +1,291 @@
+// The real deploy on the node: the unchanged output of `pepr build` (dist/pepr-module-<uuid>.yaml)
+// applied as `npx pepr deploy` applies it, the controller running as pods of Pepr's controller
+// image (built here from this machine's Node.js and this repository's node_modules), behind its
+// Service, under its own ServiceAccount. The API server calls the webhook through the Service
+// (kube-proxy), the pods reach the API server through the kubernetes Service. Deleting the
+// manifest leaves a cluster where pods are created normally.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import type { KubeObject } from "../../lib/pod";
+import { moduleYamlPath } from "../support/module-rbac";
+import { eventually } from "../support/wait";
+import { applyObjects, connect, kubectl, namespace } from "../cluster/support/cluster";
+import { readModuleManifest } from "../cluster/support/module";
+import { buildControllerImage } from "./support/controller-image";
+import { imageOf } from "./support/shapes";
+import { table } from "./support/workloads";
+
+const cluster = connect();
+const registry = cluster.node!.registry!;
+const manifest = readModuleManifest();
+const NS = "deployed";
+const MODULE_NS = manifest.serviceAccount.namespace;
+const admissionName = () =>
+  manifest.docs.find(
+    d => d.kind === "Deployment" && !String(d.metadata?.name).endsWith("-watcher"),
+  )!.metadata!.name!;
+
+/** This host's address on the pods' bridge (the CNI bridge plugin's gateway). */
+function bridgeAddress(): string {
+  const out = execFileSync("ip", ["-4", "-o", "addr", "show", "agnode0"], { encoding: "utf8" });
+  const address = /inet (\d+\.\d+\.\d+\.\d+)\//.exec(out)?.[1];
+  if (!address) throw new Error(`no IPv4 address on the pods' bridge: ${out}`);
+  return address;
+}
+
+const ctr = (...args: string[]) =>
+  execFileSync("ctr", ["--address", cluster.node!.containerdSocket, "-n", "k8s.io", ...args], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+
+async function readyReplicas(name: string): Promise<number> {
+  const d = await cluster.admin.get(`/apis/apps/v1/namespaces/${MODULE_NS}/deployments/${name}`);
+  return Number((d.body.status as { readyReplicas?: number } | undefined)?.readyReplicas ?? 0);
+}
+
+const pod = (name: string): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace: NS, labels: { app: "serve" } },
+  spec: {
+    containers: [
+      {
+        name: "serve",
+        image: imageOf(registry, "nonroot-numeric"),
+        imagePullPolicy: "IfNotPresent",
+        env: [{ name: "MODE", value: "serve" }],
+      },
+    ],
+  },
+});
+
+beforeAll(async () => {
+  // Pods reach the API server through the kubernetes Service: its endpoint is this host on the
+  // bridge (the API server binds every address on the node tier). The bridge exists once a pod ran.
+  await applyObjects(cluster, [namespace(NS)]);
+  try {
+    bridgeAddress();
+  } catch {
+    await cluster.admin.create(`/api/v1/namespaces/${NS}/pods`, pod("bridge"));
+    await eventually(() => bridgeAddress(), 60_000, 500);
+  }
+  const port = Number(new URL(cluster.server).port);
+  await applyObjects(cluster, [
+    {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: "kubernetes-node-tier",
+        namespace: "default",
+        labels: { "kubernetes.io/service-name": "kubernetes" },
+      },
+      addressType: "IPv4",
+      endpoints: [{ addresses: [bridgeAddress()], conditions: { ready: true } }],
+      ports: [{ name: "https", port, protocol: "TCP" }],
+    } as KubeObject,
+  ]);
+  const dir = mkdtempSync(join(cluster.dir, "controller-image-"));
+  try {
+    ctr("images", "import", buildControllerImage(dir).archive);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+test("kubectl apply of the generated manifest: the admission Deployment (2 replicas) and the watcher become Ready", async () => {
+  // Server-side, as `pepr deploy` applies it (the namespace and RBAC exist from the earlier files).
+  const applied = await kubectl(cluster, [
+    "apply",
+    "--server-side",
+    "--force-conflicts",
+    "-f",
+    moduleYamlPath(),
+  ]);
+  expect([applied.code, applied.stderr]).toEqual([0, ""]);
+  const admission = admissionName();
+  await eventually(
+    async () => {
+      expect(await readyReplicas(admission)).toBe(2);
+      expect(await readyReplicas(`${admission}-watcher`)).toBe(1);
+    },
+    180_000,
+    1000,
+  );
+}, 240_000);
+
+test("a pod is fixed by the in-cluster controller, called through its Service, and runs", async () => {
+  const created = await eventually(
+    async () => {
+      const result = await kubectl(
+        cluster,
+        ["apply", "-f", "-"],
+        stringify(pod("through-service")),
+      );
+      if (result.code !== 0) throw new Error(result.stderr);
+      return result;
+    },
+    60_000,
+    1000,
+  );
+  expect(created.stderr).toContain("admission-guard/security-context");
+  const stored = (await cluster.admin.get(`/api/v1/namespaces/${NS}/pods/through-service`)).body;
+  expect(stored.metadata?.annotations?.["admission-guard.dev/fixed"]).toContain(
+    "security-context/",
+  );
+  await eventually(
+    async () => {
+      const p = (await cluster.admin.get(`/api/v1/namespaces/${NS}/pods/through-service`)).body;
+      expect((p.status as { phase?: string }).phase).toBe("Running");
+    },
+    60_000,
+    500,
+  );
+}, 120_000);
+
+/**
+ * Pod creations at `perSecond` (server-side dry runs: every webhook is called, nothing is stored)
+ * in `ns` while `during` runs, then for `settleMs` more; every refusal counted with its message.
+ */
+async function underLoad(ns: string, during: () => Promise<void>, perSecond = 20, settleMs = 2000) {
+  let running = true;
+  const sent: Promise<void>[] = [];
+  const refused: string[] = [];
+  let admitted = 0;
+  const loop = (async () => {
+    for (let i = 0; running; i++) {
+      const body = { ...pod("x"), metadata: { generateName: "load-", namespace: ns } };
+      sent.push(
+        cluster.admin.create(`/api/v1/namespaces/${ns}/pods`, body, "?dryRun=All").then(res => {
+          if (res.status === 201) admitted++;
+          else refused.push(String((res.body as { message?: string }).message ?? res.status));
+        }),
+      );
+      await new Promise(r => setTimeout(r, 1000 / perSecond));
+    }
+  })();
+  await during();
+  await new Promise(r => setTimeout(r, settleMs));
+  running = false;
+  await loop;
+  await Promise.all(sent);
+  return { admitted, refused };
+}
+
+const availability: string[][] = [];
+afterAll(() => {
+  process.stdout.write(
+    `\nThe in-cluster controller under a load of pod creations (20/s, server-side dry runs):\n\n${table(
+      ["scenario", "admitted", "refused", "a refusal"],
+      availability,
+    )}\n\n`,
+  );
+});
+const record = (scenario: string, r: { admitted: number; refused: string[] }) =>
+  availability.push([
+    scenario,
+    String(r.admitted),
+    String(r.refused.length),
+    r.refused[0]?.slice(0, 140) ?? "-",
+  ]);
+
+/** The admission pods; those terminating (which still serve for their grace period) too if asked. */
+async function admissionPods(withTerminating = false): Promise<string[]> {
+  const res = await cluster.admin.get(
+    `/api/v1/namespaces/${MODULE_NS}/pods?labelSelector=${encodeURIComponent("pepr.dev/controller=admission")}`,
+  );
+  return ((res.body.items as KubeObject[]) ?? [])
+    .filter(
+      p => withTerminating || !(p.metadata as { deletionTimestamp?: string }).deletionTimestamp,
+    )
+    .map(p => p.metadata!.name!);
+}
+
+test("one admission pod deleted under load: every creation admitted", async () => {
+  const [victim] = await admissionPods();
+  const r = await underLoad(NS, async () => {
+    await new Promise(res => setTimeout(res, 2000));
+    expect(
+      (await kubectl(cluster, ["delete", "pod", victim, "-n", MODULE_NS, "--wait=false"])).code,
+    ).toBe(0);
+    await eventually(async () => expect((await admissionPods()).length).toBe(2), 60_000, 500);
+  });
+  record("delete one admission pod", r);
+  expect(r.refused).toEqual([]);
+}, 120_000);
+
+test("kubectl rollout restart of the admission Deployment under load: every creation admitted", async () => {
+  const r = await underLoad(NS, async () => {
+    await new Promise(res => setTimeout(res, 2000));
+    expect(
+      (
+        await kubectl(cluster, [
+          "rollout",
+          "restart",
+          `deployment/${admissionName()}`,
+          "-n",
+          MODULE_NS,
+        ])
+      ).code,
+    ).toBe(0);
+    const status = await kubectl(cluster, [
+      "rollout",
+      "status",
+      `deployment/${admissionName()}`,
+      "-n",
+      MODULE_NS,
+      "--timeout=120s",
+    ]);
+    expect(status.code).toBe(0);
+  });
+  record("kubectl rollout restart", r);
+  expect(r.refused).toEqual([]);
+}, 180_000);
+
+test("both admission replicas gone: refused (fail-closed) with the reason, kube-system unaffected; back once one is Ready", async () => {
+  const scale = (n: number) =>
+    kubectl(cluster, [
+      "scale",
+      `deployment/${admissionName()}`,
+      "-n",
+      MODULE_NS,
+      `--replicas=${n}`,
+    ]);
+  expect((await scale(0)).code).toBe(0);
+  await eventually(async () => expect(await admissionPods(true)).toEqual([]), 60_000, 500);
+  const down = await underLoad(NS, () => new Promise(res => setTimeout(res, 2000)), 5, 0);
+  record("both replicas gone", down);
+  expect(down.admitted).toBe(0);
+  expect(down.refused[0]).toMatch(/failed calling webhook/);
+  const system = await underLoad(
+    "kube-system",
+    () => new Promise(res => setTimeout(res, 1000)),
+    5,
+    0,
+  );
+  record("both replicas gone, in kube-system", system);
+  expect(system.refused).toEqual([]);
+  expect((await scale(2)).code).toBe(0);
+  await eventually(async () => expect(await readyReplicas(admissionName())).toBe(2), 120_000, 1000);
+  const back = await underLoad(NS, () => new Promise(res => setTimeout(res, 2000)), 5, 0);
+  record("two replicas Ready again", back);
+  expect(back.refused).toEqual([]);
+}, 300_000);
+
+test("kubectl delete of the manifest: no webhook left, pods are created normally", async () => {
+  const deleted = await kubectl(cluster, ["delete", "-f", moduleYamlPath(), "--wait=true"]);
+  expect(deleted.code).toBe(0);
+  for (const config of manifest.webhookConfigurations) {
+    const kind = String(config.kind).toLowerCase();
+    const res = await cluster.admin.get(
+      `/apis/admissionregistration.k8s.io/v1/${kind}s/${config.metadata?.name}`,
+    );
+    expect(res.status).toBe(404);
+  }
+  const result = await kubectl(cluster, ["apply", "-f", "-"], stringify(pod("after-uninstall")));
+  expect([result.code, result.stderr]).toEqual([0, ""]);
+  const stored = (await cluster.admin.get(`/api/v1/namespaces/${NS}/pods/after-uninstall`)).body;
+  expect(stored.metadata?.annotations?.["admission-guard.dev/fixed"]).toBeUndefined();
+}, 120_000);
