@@ -8,7 +8,7 @@ import type { KubeObject } from "../../lib/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
 import { imageOf } from "./support/shapes";
-import { CHECKPOINT_DIR, nodeModuleEnv } from "./support/workloads";
+import { CHECKPOINT_DIR, nodeModuleEnv, serverContainer } from "./support/workloads";
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
@@ -69,15 +69,7 @@ test("a Deployment of servers (no securityContext) in a restricted namespace: it
       template: {
         metadata: { labels: { app: "serve" } },
         spec: {
-          containers: [
-            {
-              name: "serve",
-              image: imageOf(registry, "nonroot-numeric"),
-              imagePullPolicy: "IfNotPresent",
-              env: [{ name: "MODE", value: "serve" }],
-              readinessProbe: { httpGet: { path: "/model.txt", port: 8080 }, periodSeconds: 2 },
-            },
-          ],
+          containers: [serverContainer(registry)],
         },
       },
     },

@@ -7,8 +7,7 @@ import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
-import { imageOf } from "./support/shapes";
-import { nodeModuleEnv, table } from "./support/workloads";
+import { nodeModuleEnv, serverContainer, table } from "./support/workloads";
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
@@ -35,14 +34,10 @@ const deployment = (ns: string): KubeObject => ({
       spec: {
         terminationGracePeriodSeconds: 2,
         containers: [
-          {
-            name: "serve",
-            image: imageOf(registry, "nonroot-numeric"),
-            imagePullPolicy: "IfNotPresent",
-            env: [{ name: "MODE", value: "serve" }],
+          serverContainer(registry, {
             resources: { requests: { cpu: "250m" } },
             readinessProbe: { httpGet: { path: "/model.txt", port: 8080 }, periodSeconds: 1 },
-          },
+          }),
         ],
       },
     },

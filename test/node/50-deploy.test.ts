@@ -14,8 +14,7 @@ import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace } from "../cluster/support/cluster";
 import { readModuleManifest } from "../cluster/support/module";
 import { buildControllerImage } from "./support/controller-image";
-import { imageOf } from "./support/shapes";
-import { table } from "./support/workloads";
+import { serverContainer, table } from "./support/workloads";
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
@@ -51,14 +50,7 @@ const pod = (name: string): KubeObject => ({
   kind: "Pod",
   metadata: { name, namespace: NS, labels: { app: "serve" } },
   spec: {
-    containers: [
-      {
-        name: "serve",
-        image: imageOf(registry, "nonroot-numeric"),
-        imagePullPolicy: "IfNotPresent",
-        env: [{ name: "MODE", value: "serve" }],
-      },
-    ],
+    containers: [serverContainer(registry)],
   },
 });
 

@@ -1,7 +1,7 @@
 // Pods for the node tier, and what became of them: Succeeded, Failed (with the probe's own
 // summary), Running (servers), or never started (the kubelet's reason: the image runs as root under
 // runAsNonRoot, a named user it cannot check...), or denied at admission.
-import type { V1Pod, V1PodSpec, V1SecurityContext } from "@kubernetes/client-node";
+import type { V1Container, V1Pod, V1PodSpec, V1SecurityContext } from "@kubernetes/client-node";
 import type { KubeObject } from "../../../lib/pod";
 import type { Cluster } from "../../cluster/support/cluster";
 import { imageOf, type ImageVariant, type Shape } from "./shapes";
@@ -88,6 +88,21 @@ export function probePod(options: ProbePodOptions): KubeObject {
       ],
       volumes: [{ name: "checkpoints", emptyDir: {} }],
     } satisfies V1PodSpec,
+  };
+}
+
+/**
+ * A server container: the well-built non-root probe image serving its model over HTTP (reads
+ * only), ready once it answers. `extra` adds or replaces fields (resources, probe period).
+ */
+export function serverContainer(registry: string, extra: Partial<V1Container> = {}): V1Container {
+  return {
+    name: "serve",
+    image: imageOf(registry, "nonroot-numeric"),
+    imagePullPolicy: "IfNotPresent",
+    env: [{ name: "MODE", value: "serve" }],
+    readinessProbe: { httpGet: { path: "/model.txt", port: 8080 }, periodSeconds: 2 },
+    ...extra,
   };
 }
 
