@@ -18,6 +18,7 @@ import type {
 import { AccessReviews } from "./access-reviews";
 import { API_BUDGET_MS, describeError, withBudget } from "./api-calls";
 import type { ImageRef } from "./image-reference";
+import { credentialsOfSecrets } from "./images/credentials";
 import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
 import {
   imageConfigsVia,
@@ -25,6 +26,7 @@ import {
   type ClusterView,
   type EnsureResult,
   type NamespaceInfo,
+  type PullSecrets,
   type SecretAccess,
 } from "./cluster";
 import { EXEMPTION_GVK } from "./exemptions";
@@ -49,7 +51,12 @@ export interface LiveClusterOptions {
   images?: ImageInspector;
   /** How a namespace is read once through the API before the watch has listed (tests inject one). */
   readNamespace?: (name: string) => Promise<KubeObject | undefined>;
+  /** How a pod's pull Secret is read (images.workloadPullSecrets; tests inject one). */
+  readSecret?: (namespace: string, name: string) => Promise<KubeObject | undefined>;
 }
+
+/** A pod's pull Secrets are read again after this long (a rotated token is used within it). */
+export const PULL_SECRET_TTL_MS = 60_000;
 
 /** How long a request waits for the namespace watch's first list before reading its namespace. */
 export const NAMESPACE_WAIT_MS = 1000;
@@ -246,11 +253,49 @@ export class LiveCluster implements ClusterView {
     return this.accessReviews.secretAccess(namespace, serviceAccount, secrets);
   }
 
-  imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>> {
-    return imageConfigsVia(this.options.images, refs, platform, "images.inspect is off");
+  async imageConfigs(
+    refs: ImageRef[],
+    platform: Platform,
+    pullSecrets?: PullSecrets,
+  ): Promise<Map<string, ImageLookup>> {
+    const images = this.options.images;
+    if (!images || !pullSecrets?.names.length)
+      return imageConfigsVia(images, refs, platform, "images.inspect is off");
+    const secrets = await Promise.all(
+      pullSecrets.names.map(name => this.pullSecret(pullSecrets.namespace, name)),
+    );
+    const { table } = credentialsOfSecrets(secrets.filter((s): s is KubeObject => !!s));
+    return images.inspect(refs, platform, registry => table.get(registry));
+  }
+
+  private readonly pullSecrets = new Map<string, { secret?: KubeObject; expires: number }>();
+
+  /** A pod's pull Secret, read through the API (bounded, cached a minute); undefined if it cannot be. */
+  private async pullSecret(namespace: string, name: string): Promise<KubeObject | undefined> {
+    const key = `${namespace}/${name}`;
+    const cached = this.pullSecrets.get(key);
+    if (cached && cached.expires > Date.now()) return cached.secret;
+    const read = this.options.readSecret ?? readSecretFromApi;
+    let secret: KubeObject | undefined;
+    try {
+      secret = await withBudget(read(namespace, name), API_BUDGET_MS, `reading Secret ${key}`);
+    } catch (e) {
+      this.log?.warn(
+        { secret: key, error: describeError(e) },
+        "images.workloadPullSecrets: a pod's pull Secret could not be read; its registry is read without it",
+      );
+    }
+    this.pullSecrets.set(key, { secret, expires: Date.now() + PULL_SECRET_TTL_MS });
+    if (this.pullSecrets.size > 1000)
+      this.pullSecrets.delete(this.pullSecrets.keys().next().value!);
+    return secret;
   }
 }
 
 async function readNamespaceFromApi(name: string): Promise<KubeObject | undefined> {
   return (await K8s(kind.Namespace).Get(name)) as KubeObject;
+}
+
+async function readSecretFromApi(namespace: string, name: string): Promise<KubeObject | undefined> {
+  return (await K8s(kind.Secret).InNamespace(namespace).Get(name)) as KubeObject;
 }

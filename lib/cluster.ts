@@ -65,12 +65,22 @@ export interface ClusterView {
    * "unknown", with the reason, when they cannot be read (inspection off, registry down, offline).
    * Bounded by settings.images.budgetMs; never throws.
    */
-  imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>>;
+  imageConfigs(
+    refs: ImageRef[],
+    platform: Platform,
+    pullSecrets?: PullSecrets,
+  ): Promise<Map<string, ImageLookup>>;
   /**
    * Makes the namespace's labels known before a request is judged (live: the watch may not have
    * listed yet). A snapshot knows what it holds: it has none.
    */
   settle?(namespace: string): Promise<void>;
+}
+
+/** A pod's own imagePullSecrets (images.workloadPullSecrets): the Secrets' namespace and names. */
+export interface PullSecrets {
+  namespace: string;
+  names: string[];
 }
 
 /** Every image unknown, for the same reason. */

@@ -106,6 +106,11 @@ export const SettingsSchema = z
          * `get` on exactly these Secrets (package.json pepr.env).
          */
         credentialsSecrets: z.array(dnsName).default([]),
+        /**
+         * Also use a pod's own imagePullSecrets (opt-in): needs `get secrets` in every namespace,
+         * which the build grants only when this is on (package.json pepr.env).
+         */
+        workloadPullSecrets: z.boolean().default(false),
       })
       .prefault({}),
     labels: z

@@ -15,6 +15,8 @@ const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
 const chartTemplate = new URL(`${pepr.uuid}-chart/templates/image-credentials-role.yaml`, dist);
 const NAMESPACE = "pepr-system";
 const NAME = `pepr-${pepr.uuid}-image-credentials`;
+/** images.workloadPullSecrets (opt-in): `get secrets` in every namespace, for pods' own pull secrets. */
+const WORKLOAD_NAME = `pepr-${pepr.uuid}-workload-pull-secrets`;
 
 function fail(message) {
   console.error(`image-credentials-rbac: ${message}`);
@@ -36,9 +38,15 @@ function secretNames() {
 }
 
 const names = secretNames();
+const workloadPullSecrets =
+  String(
+    process.env.ADMISSION_GUARD_IMAGES_WORKLOAD_PULL_SECRETS ??
+      pepr.env?.ADMISSION_GUARD_IMAGES_WORKLOAD_PULL_SECRETS ??
+      "false",
+  ).trim() === "true";
 if (!existsSync(manifest)) fail(`${manifest.pathname} is missing: run pepr build first`);
 const docs = parseAllDocuments(readFileSync(manifest, "utf8")).filter(
-  d => d.get("metadata")?.get("name") !== NAME,
+  d => ![NAME, WORKLOAD_NAME].includes(d.get("metadata")?.get("name")),
 );
 const deployment = docs.find(
   d =>
@@ -65,12 +73,32 @@ const objects = names.length
       },
     ]
   : [];
+if (workloadPullSecrets)
+  objects.push(
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: WORKLOAD_NAME },
+      rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: WORKLOAD_NAME },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: WORKLOAD_NAME },
+      subjects: [{ kind: "ServiceAccount", name: serviceAccount, namespace: NAMESPACE }],
+    },
+  );
 const text = objects.map(o => `---\n${stringify(o)}`).join("");
 writeFileSync(manifest, docs.map(d => d.toString()).join("") + text);
 if (objects.length) writeFileSync(chartTemplate, text);
 else rmSync(chartTemplate, { force: true });
 console.log(
-  names.length
-    ? `image credentials: get on Secrets ${names.join(", ")} in ${NAMESPACE}, in the manifest and the Helm chart`
-    : "image credentials: none named (images.credentialsSecrets), no Secret access granted",
+  (names.length
+    ? `image credentials: get on Secrets ${names.join(", ")} in ${NAMESPACE}`
+    : "image credentials: none named (images.credentialsSecrets)") +
+    (workloadPullSecrets
+      ? "; get on Secrets in every namespace (images.workloadPullSecrets)"
+      : "; pods' own pull secrets not read") +
+    (objects.length ? ", in the manifest and the Helm chart" : ": no Secret access granted"),
 );

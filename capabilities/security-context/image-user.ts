@@ -124,8 +124,17 @@ export async function imageUsersOf(
   const refs = containers.map(c => pulledRef(c.container.image, ctx));
   const wanted = refs.filter((r): r is ImageRef => r !== undefined);
   // Off by setting: the same answer in the webhook and in `check`, without asking either.
+  // A pod's own pull secrets only when the admin opted in (they need `get secrets` everywhere).
+  const pullSecrets = ctx.settings.images.workloadPullSecrets
+    ? {
+        namespace: ctx.namespaceName,
+        names: (template.spec?.imagePullSecrets ?? [])
+          .map(s => s?.name)
+          .filter((n): n is string => typeof n === "string" && n.length > 0),
+      }
+    : undefined;
   const lookups = ctx.settings.images.inspect
-    ? await ctx.cluster.imageConfigs(wanted, platformOf(template, ctx))
+    ? await ctx.cluster.imageConfigs(wanted, platformOf(template, ctx), pullSecrets)
     : unknownImages(wanted, "images.inspect is off");
   const users = new Map<ContainerRef["container"], ImageUser>();
   containers.forEach((c, i) => {

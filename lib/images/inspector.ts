@@ -93,17 +93,27 @@ export class ImageInspector {
   }
 
   /** Every image's config, keyed by its normalised reference; waits at most the budget. */
-  async inspect(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>> {
+  /**
+   * `credentials` (a pod's own pull secrets) go before the inspector's; a lookup made with them is
+   * not answered from a failure remembered without them.
+   */
+  async inspect(
+    refs: ImageRef[],
+    platform: Platform,
+    credentials?: (registry: string) => RegistryCredentials | undefined,
+  ): Promise<Map<string, ImageLookup>> {
     const answers = new Map<string, ImageLookup>();
     const pending: Promise<void>[] = [];
     for (const ref of refs) {
       if (answers.has(ref.normalised)) continue;
       const hit = this.cached(ref, platform);
-      if (hit) {
+      if (hit && !(credentials && hit.state === "unknown")) {
         answers.set(ref.normalised, hit);
         continue;
       }
-      pending.push(this.lookup(ref, platform).then(a => void answers.set(ref.normalised, a)));
+      pending.push(
+        this.lookup(ref, platform, credentials).then(a => void answers.set(ref.normalised, a)),
+      );
     }
     if (pending.length) {
       let timer: NodeJS.Timeout | undefined;
@@ -122,20 +132,26 @@ export class ImageInspector {
     return answers;
   }
 
-  private lookup(ref: ImageRef, platform: Platform): Promise<ImageLookup> {
-    const key = `${ref.normalised}|${platformKey(platform)}`;
+  private lookup(
+    ref: ImageRef,
+    platform: Platform,
+    credentials?: (registry: string) => RegistryCredentials | undefined,
+  ): Promise<ImageLookup> {
+    const key = `${ref.normalised}|${platformKey(platform)}${credentials ? "|own" : ""}`;
     const running = this.inflight.get(key);
     if (running) return running;
     const started = (async (): Promise<ImageLookup> => {
       const result = await fetchImageConfig(ref, platform, {
         plainHttp: this.plainHttp,
-        credentials: this.options.credentials,
+        credentials: registry => credentials?.(registry) ?? this.options.credentials?.(registry),
         fetch: this.options.fetch,
         signal: AbortSignal.timeout(this.options.lookupTimeoutMs ?? 10_000),
       });
       const now = this.now();
+      // Answers are about the image, whoever's credentials read it: one cache.
+      const cacheKey = `${ref.normalised}|${platformKey(platform)}`;
       if (!result.ok) {
-        this.failures.set(key, {
+        this.failures.set(cacheKey, {
           value: result.reason,
           expires: now + (this.options.failureTtlMs ?? 30_000),
         });
@@ -143,12 +159,12 @@ export class ImageInspector {
         return { state: "unknown", reason: result.reason };
       }
       this.configs.set(result.config.digest, result.config);
-      this.failures.delete(key);
+      this.failures.delete(cacheKey);
       // A reference by digest names the same bytes for ever; a tag may move.
       const expires = ref.digest
         ? Number.POSITIVE_INFINITY
         : now + (this.options.tagTtlMs ?? 300_000);
-      this.resolved.set(key, { value: result.config.digest, expires });
+      this.resolved.set(cacheKey, { value: result.config.digest, expires });
       return { state: "known", config: result.config };
     })().finally(() => this.inflight.delete(key));
     this.inflight.set(key, started);

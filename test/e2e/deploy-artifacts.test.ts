@@ -143,6 +143,30 @@ describe("image credentials RBAC (images.credentialsSecrets)", () => {
     }
   });
 
+  it("images.workloadPullSecrets (opt-in) adds get on Secrets in every namespace, named as such; off, it goes", async () => {
+    const dist = distCopy();
+    try {
+      await exec(process.execPath, [CREDENTIALS_SCRIPT, dist], {
+        env: { ...process.env, ADMISSION_GUARD_IMAGES_WORKLOAD_PULL_SECRETS: "true" },
+      });
+      const docs = parseAllDocuments(
+        readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
+      ).map(d => d.toJS() as KubeObject);
+      const role = docs.find(
+        d =>
+          d.metadata?.name === `pepr-${pkg.pepr.uuid}-workload-pull-secrets` &&
+          d.kind === "ClusterRole",
+      );
+      expect(role?.rules).toEqual([{ apiGroups: [""], resources: ["secrets"], verbs: ["get"] }]);
+      await run(dist, "");
+      expect(readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8")).not.toContain(
+        "workload-pull-secrets",
+      );
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
+  });
+
   it("the default build grants no Secret access at all", () => {
     const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
       d => d.toJS() as KubeObject,

@@ -2,6 +2,7 @@
 // loopback, in each way a real one answers — anonymous, Bearer tokens, image indexes — and in each
 // way one fails. Whatever the registry does, the answer is "known" or "unknown" within the budget:
 // never a throw, never a hang.
+import { LiveCluster } from "../../lib/cluster-live";
 import { ImageInspector } from "../../lib/images/inspector";
 import { fetchImageConfig, parseChallenge } from "../../lib/images/registry-client";
 import { parseImage, type ImageRef } from "../../lib/image-reference";
@@ -280,11 +281,47 @@ describe("ImageInspector", () => {
   it("keeps at most maxEntries per cache", async () => {
     for (let i = 0; i < 5; i++) registry.putImage("app", String(i), { User: String(1000 + i) });
     const images = inspector({ maxEntries: 2 });
-    await images.inspect(
-      [0, 1, 2, 3, 4].map(i => img(`app:${i}`)),
-      AMD64,
-    );
+    // One by one: the order they are kept in is the order they were read.
+    for (let i = 0; i < 5; i++) await images.inspect([img(`app:${i}`)], AMD64);
     expect(images.cached(img("app:4"), AMD64)).toMatchObject({ state: "known" });
     expect(images.cached(img("app:0"), AMD64)).toBeUndefined();
+  });
+});
+
+describe("a pod's own pull secrets (images.workloadPullSecrets, opt-in)", () => {
+  it("the live view reads them (bounded, cached) and reads the private image with them; without, the image is unknown", async () => {
+    registry.bearer = { token: "t", basic: { username: "team", password: "pw" } };
+    registry.putImage("private/train", "1", { User: "1001" });
+    const reads: string[] = [];
+    const b64 = (s: string) => Buffer.from(s).toString("base64");
+    const live = new LiveCluster(undefined, {
+      images: new ImageInspector({ plainHttp: [registry.host], budgetMs: 2000 }),
+      readSecret: async (namespace, name) => {
+        reads.push(`${namespace}/${name}`);
+        return {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name, namespace },
+          data: {
+            ".dockerconfigjson": b64(
+              JSON.stringify({ auths: { [registry.host]: { auth: b64("team:pw") } } }),
+            ),
+          },
+        };
+      },
+    });
+    const image = img("private/train:1");
+    const without = await live.imageConfigs([image], AMD64);
+    expect(without.get(image.normalised)).toMatchObject({ state: "unknown" });
+    const withSecrets = await live.imageConfigs([image], AMD64, {
+      namespace: "team-a",
+      names: ["regcred"],
+    });
+    expect(withSecrets.get(image.normalised)).toMatchObject({
+      state: "known",
+      config: { user: "1001" },
+    });
+    await live.imageConfigs([image], AMD64, { namespace: "team-a", names: ["regcred"] });
+    expect(reads).toEqual(["team-a/regcred"]);
   });
 });

@@ -9,7 +9,12 @@ import {
   type ImageUser,
 } from "../../capabilities/security-context/image-user";
 import { imageWarning } from "../../capabilities/security-context/policy";
-import { SnapshotCluster, type ImageLookup, type Platform } from "../../lib/cluster";
+import {
+  SnapshotCluster,
+  type ImageLookup,
+  type Platform,
+  type PullSecrets,
+} from "../../lib/cluster";
 import { review } from "../../lib/engine";
 import type { ImageRef } from "../../lib/image-reference";
 import { podTemplateOf, type KubeObject } from "../../lib/pod";
@@ -293,13 +298,15 @@ describe("warnings", () => {
 /** A snapshot cluster whose registry answers from a table (as `check --inspect-images` would). */
 class WithImages extends SnapshotCluster {
   readonly asked: string[] = [];
+  readonly pullSecrets: (PullSecrets | undefined)[] = [];
   constructor(
     objects: KubeObject[],
     private readonly table: Record<string, ImageLookup>,
   ) {
     super(objects);
   }
-  override async imageConfigs(refs: ImageRef[], platform: Platform) {
+  override async imageConfigs(refs: ImageRef[], platform: Platform, pullSecrets?: PullSecrets) {
+    this.pullSecrets.push(pullSecrets);
     this.asked.push(...refs.map(r => `${r.normalised} ${platform.os}/${platform.architecture}`));
     return new Map(
       refs.map(r => [
@@ -369,6 +376,17 @@ describe("through the engine (webhook and check alike)", () => {
       cluster,
     });
     expect((r.object as Obj).spec.containers[0].securityContext.readOnlyRootFilesystem).toBe(true);
+  });
+
+  it("a pod's own imagePullSecrets are handed to the lookup only when images.workloadPullSecrets is on", async () => {
+    const pod = onePod({}, { imagePullSecrets: [{ name: "regcred" }] }) as KubeObject;
+    const off = new WithImages([ns()], {});
+    await review(policies, pod, { settings: defaultSettings(), cluster: off });
+    expect(off.pullSecrets[0]).toBeUndefined();
+    const on = new WithImages([ns()], {});
+    const s = parseSettings({ images: { workloadPullSecrets: true } });
+    await review(policies, pod, { settings: s, cluster: on });
+    expect(on.pullSecrets[0]).toEqual({ namespace: "ml", names: ["regcred"] });
   });
 
   it("a pod that names its user asks no registry", async () => {
