@@ -78,8 +78,8 @@ describe("the admission pods' graceful drain (preStop)", () => {
     });
 
   it("answers as usual until the drain call; then every answer says Connection: close, and the drain call returns after the delay", async () => {
-    expect(installGracefulDrain(300)).toBe(true);
-    expect(installGracefulDrain(300)).toBe(true); // once, whatever the calls
+    expect(installGracefulDrain(2000)).toBe(true);
+    expect(installGracefulDrain(2000)).toBe(true); // once, whatever the calls
     expect(raiseWebhookBodyLimit()).toBe(true); // both wraps together
     const app = express();
     app.use(express.json({ limit: "2mb" }));
