@@ -261,6 +261,19 @@ test("both admission replicas gone: refused (fail-closed) with the reason, kube-
   expect(system.refused).toEqual([]);
   expect((await scale(2)).code).toBe(0);
   await eventually(async () => expect(await readyReplicas(admissionName())).toBe(2), 120_000, 1000);
+  // Ready, and behind the Service: kube-proxy has programmed its endpoints once a creation passes.
+  await eventually(
+    async () => {
+      const res = await cluster.admin.create(
+        `/api/v1/namespaces/${NS}/pods`,
+        { ...pod("x"), metadata: { generateName: "probe-", namespace: NS } },
+        "?dryRun=All",
+      );
+      expect(res.status).toBe(201);
+    },
+    60_000,
+    500,
+  );
   const back = await underLoad(NS, () => new Promise(res => setTimeout(res, 2000)), 5, 0);
   record("two replicas Ready again", back);
   expect(back.refused).toEqual([]);
