@@ -48,6 +48,8 @@ test("the deploy manifest is accepted by a server-side dry run on a clean contro
     "rolebinding.rbac.authorization.k8s.io/pepr-",
     "deployment.apps/pepr-",
     "service/pepr-",
+    // scripts/admission-availability.mjs: never both admission replicas down by a drain
+    "poddisruptionbudget.policy/pepr-",
     "mutatingwebhookconfiguration.admissionregistration.k8s.io/pepr-",
     "validatingwebhookconfiguration.admissionregistration.k8s.io/pepr-",
   ];
