@@ -14,6 +14,7 @@ import {
   runPods,
   table,
   type Outcome,
+  removeNamespaces,
 } from "./support/workloads";
 
 const cluster = connect();
@@ -159,3 +160,6 @@ describe("with admission-guard", () => {
       }
   });
 });
+
+// The node is shared by the files that follow.
+afterAll(() => removeNamespaces(cluster, [OPEN, RESTRICTED]), 60_000);

@@ -13,7 +13,14 @@ import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
-import { describeOutcome, nodeModuleEnv, runPods, table, type Outcome } from "./support/workloads";
+import {
+  describeOutcome,
+  nodeModuleEnv,
+  runPods,
+  table,
+  type Outcome,
+  removeNamespaces,
+} from "./support/workloads";
 import { stringify } from "yaml";
 
 const cluster = connect();
@@ -250,3 +257,6 @@ describe("with admission-guard", () => {
     expect((await runFixed()).get("mlflow-train")).toEqual({ kind: "Succeeded" });
   });
 });
+
+// The node is shared by the files that follow.
+afterAll(() => removeNamespaces(cluster, ["llama-index", "mlflow-prod", "gpt4-canary"]), 60_000);

@@ -8,7 +8,12 @@ import type { KubeObject } from "../../lib/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
 import { imageOf } from "./support/shapes";
-import { CHECKPOINT_DIR, nodeModuleEnv, serverContainer } from "./support/workloads";
+import {
+  CHECKPOINT_DIR,
+  nodeModuleEnv,
+  serverContainer,
+  removeNamespaces,
+} from "./support/workloads";
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
@@ -142,3 +147,6 @@ test("kubectl describe pod shows the module's AdmissionGuardFixed Event next to 
   expect(events).toMatch(/AdmissionGuardFixed\s+\S+\s+admission-guard/);
   expect(events).toMatch(/Started\s+\S+\s+kubelet/);
 });
+
+// The node is shared by the files that follow.
+afterAll(() => removeNamespaces(cluster, [NS]), 60_000);

@@ -7,7 +7,7 @@ import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
-import { nodeModuleEnv, serverContainer, table } from "./support/workloads";
+import { nodeModuleEnv, serverContainer, table, removeNamespaces } from "./support/workloads";
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
@@ -113,3 +113,6 @@ test("with admission-guard: the update rolls out too (the controller's ReplicaSe
   rows.push(["with admission-guard", outcome]);
   expect(outcome).toMatch(/^rolled out/);
 }, 240_000);
+
+// The node is shared by the files that follow.
+afterAll(() => removeNamespaces(cluster, ["rollout-alone", "rollout-guarded"]), 60_000);
