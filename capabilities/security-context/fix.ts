@@ -57,19 +57,29 @@ function securityContext(holder: Obj, key = "securityContext"): Obj | undefined 
   return asObject(holder[key]);
 }
 
-/** Who each container runs as when the pod leaves it to us: undefined where the pod already says. */
+/**
+ * The containers whose user the pod leaves to us: none when the pod names one at its level (or its
+ * securityContext is not an object), else those that name none themselves.
+ */
+export function containersLeftToUs(template: PodTemplateRef): ContainerRef[] {
+  const podSc = asObject(template.spec)?.securityContext;
+  if (!unset(podSc)) {
+    const sc = asObject(podSc);
+    if (!sc || !unset(sc.runAsUser)) return [];
+  }
+  return imageContainers(template).filter(ref =>
+    unset(asObject((ref.container as unknown as Obj).securityContext)?.runAsUser),
+  );
+}
+
+/** Who each container left to us runs as, keyed by the container (refs are made afresh by each walk). */
 function identities(
   template: PodTemplateRef,
-  podSc: Obj | undefined,
   settings: SecuritySettings,
   inputs: FixInputs,
 ): Map<V1Container, Identity> {
-  // Keyed by the container object: ContainerRefs are made afresh by every walk.
   const out = new Map<V1Container, Identity>();
-  if (!podSc || !unset(podSc.runAsUser)) return out;
-  for (const ref of imageContainers(template)) {
-    const own = asObject((ref.container as unknown as Obj).securityContext);
-    if (own && !unset(own.runAsUser)) continue;
+  for (const ref of containersLeftToUs(template)) {
     const user = inputs.users?.get(ref.container) ?? {
       kind: "unknown" as const,
       image: String(ref.container.image ?? ""),
@@ -92,9 +102,7 @@ export function fixPodSecurity(
   const before = spec.securityContext;
   const podSc = securityContext(spec);
   const chosen =
-    windows || isUserNamespacePod(template)
-      ? new Map()
-      : identities(template, podSc, settings, inputs);
+    windows || isUserNamespacePod(template) ? new Map() : identities(template, settings, inputs);
   if (podSc) fixPodLevel(template, podSc, chosen, settings, windows, rec);
   if (!windows) {
     for (const ref of imageContainersAndEphemeral(template))

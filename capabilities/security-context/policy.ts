@@ -16,7 +16,7 @@ import { NS_KEYS, READ_ONLY_ROOT } from "../../lib/settings";
 import { formatNote } from "../../lib/verdict";
 import { evaluatePod, RESTRICTED_CHECK_IDS, type CheckOutcome } from "./checks";
 import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
-import { CAPABILITY, fixPodSecurity, normalizePath } from "./fix";
+import { CAPABILITY, containersLeftToUs, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
@@ -71,15 +71,8 @@ export const securityContextPolicy: Policy = {
 };
 
 /** Whether some container's user is left to us (no runAsUser on it or on the pod). */
-function leavesUserUnset(template: PodTemplateRef): boolean {
-  if (isWindowsPod(template)) return false;
-  const podSc = asObject((template.spec as unknown as Obj | undefined)?.securityContext);
-  if (podSc && podSc.runAsUser !== undefined && podSc.runAsUser !== null) return false;
-  return imageContainers(template).some(c => {
-    const own = asObject((c.container as unknown as Obj).securityContext);
-    return own?.runAsUser === undefined || own.runAsUser === null;
-  });
-}
+const leavesUserUnset = (template: PodTemplateRef) =>
+  !isWindowsPod(template) && containersLeftToUs(template).length > 0;
 
 /** The namespace's label when it names a valid choice, else the setting. */
 function readOnlyRootOf(ctx: RuleContext): "off" | "fill" {
