@@ -543,16 +543,11 @@ describe("an Exemption holds in use, not only at write", () => {
   });
 
   it("within both limits it counts until its own expires", () => {
-    const found = applicableExemptions(
-      driverPod(),
-      "gpu-operator",
-      [written(1, 30, "created")],
-      settings,
-    );
+    // One object for both reads: two calls of written() would see two different clocks.
+    const recent = written(1, 30, "created");
+    const found = applicableExemptions(driverPod(), "gpu-operator", [recent], settings);
     expect(found.active[0].capped).toBeUndefined();
-    expect(found.active[0].expires).toBe(
-      readExemption(written(1, 30, "created")).exemption?.expires,
-    );
+    expect(found.active[0].expires).toBe(readExemption(recent).exemption?.expires);
   });
 });
 
