@@ -13,6 +13,7 @@ import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from
 import { installExemptionCrd } from "./lib/crds";
 import type { EngineDeps } from "./lib/engine";
 import { FixEvents } from "./lib/events";
+import { WebhookArming } from "./lib/webhooks/arm-live";
 import { LiveReportStore, writeEvent } from "./lib/reports/live-store";
 import { ReportScanner } from "./lib/reports/scanner";
 import { configureBackground } from "./lib/reports/watcher";
@@ -80,6 +81,15 @@ const module = new PeprModule(cfg, capabilities, { deferStart: true });
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
 if (!building) module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));
+// The webhooks are installed failing open (onError: audit) and armed by the admission controller
+// once a replica answers behind their Service: an install whose controller never starts locks no
+// one out (lib/webhooks/arming.ts).
+if (!building && !watcher)
+  new WebhookArming({
+    name: `pepr-${cfg.pepr.uuid}`,
+    wanted: settings.webhooks.failurePolicy,
+    log: Log,
+  }).start();
 
 /** The watcher's report scan and fix Events, each off when its setting says so. */
 function backgroundFor(deps: EngineDeps) {

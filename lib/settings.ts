@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
 import { parsePrefix } from "./image-reference";
+import { FAILURE_POLICIES } from "./webhooks/arming";
 
 export const MODES = ["enforce", "warn", "audit", "off"] as const;
 export type Mode = (typeof MODES)[number];
@@ -90,6 +91,16 @@ export const SettingsSchema = z
         readOnlyRootFilesystem: z.enum(READ_ONLY_ROOT).default("off"),
         /** Paths that get an emptyDir when the root filesystem is made read-only. */
         writablePaths: z.array(absolutePath).default(["/tmp"]),
+      })
+      .prefault({}),
+    webhooks: z
+      .strictObject({
+        /**
+         * The failure policy the admission controller sets on its webhooks once a replica is
+         * Ready behind their Service (they are built and installed with Ignore: see
+         * lib/webhooks/arming.ts). Fail: pods are refused while no replica answers.
+         */
+        failurePolicy: z.enum(FAILURE_POLICIES).default("Fail"),
       })
       .prefault({}),
     images: z

@@ -1,6 +1,8 @@
-// What happens when the controller is down, as configured by `pepr build` (onError: reject →
-// failurePolicy: Fail; system namespaces excluded by the webhooks' namespaceSelector): pods of
-// selected namespaces are refused by the API server, kube-system keeps working, and the module
+// What happens when the controller is down, as configured by `pepr build` and armed by the
+// controller: the webhooks are installed failing open (onError: audit → failurePolicy Ignore, so
+// an install whose controller never starts locks no one out) and the admission controller sets
+// them to Fail once it answers (lib/webhooks). Then pods of selected namespaces are refused while
+// it is down, kube-system keeps working (the namespaceSelector leaves it out), and the module
 // recovers when the controller is back.
 import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
@@ -24,7 +26,13 @@ beforeAll(async () => {
   await guard.install();
 }, 60_000);
 
-test("the generated webhooks fail closed and leave the system namespaces out", async () => {
+test("the generated webhooks are installed failing open", () => {
+  for (const config of guard.module!.manifest.webhookConfigurations)
+    for (const w of config.webhooks as { failurePolicy: string }[])
+      expect([config.kind, w.failurePolicy]).toEqual([config.kind, "Ignore"]);
+});
+
+test("armed by the running controller, they fail closed and leave the system namespaces out", async () => {
   for (const kind of ["mutating", "validating"]) {
     const res = await cluster.admin.get(
       `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations`,

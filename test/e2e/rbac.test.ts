@@ -12,6 +12,7 @@ import { REPO_ROOT, startController, startWatcher, type Controller } from "../su
 import { node } from "./cases";
 import { loadManifests } from "../support/manifests";
 import {
+  moduleYamlPath,
   forbiddenRequests,
   loadModuleRbac,
   withoutVerb,
@@ -54,10 +55,37 @@ const seed000Pod = (ns = "llama-index"): KubeObject => {
   return pod;
 };
 
+/**
+ * The module's webhook configurations as built (failing open, see lib/webhooks/arming.ts) and a
+ * Ready endpoint behind the Service they call: what a deployed controller finds, and arms.
+ */
+function installedWebhooks(): KubeObject[] {
+  const configs = loadManifests(moduleYamlPath())
+    .map(m => m.object)
+    .filter(o => /WebhookConfiguration$/.test(String(o.kind)));
+  const service = (
+    configs[0].webhooks as { clientConfig: { service: KubeObject["metadata"] } }[]
+  )[0].clientConfig.service!;
+  return [
+    ...configs,
+    {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: `${service.name}-x7k2p`,
+        namespace: service.namespace,
+        labels: { "kubernetes.io/service-name": service.name! },
+      },
+      addressType: "IPv4",
+      endpoints: [{ addresses: ["10.244.0.7"], conditions: { ready: true } }],
+    } as KubeObject,
+  ];
+}
+
 /** The stand-in with the cluster and the module's RBAC, enforcing it; then the controller. */
 async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
   const api = await startStandIn({
-    objects: [...cluster, ...rbacObjects],
+    objects: [...cluster, ...installedWebhooks(), ...rbacObjects],
     enforceRbac: rbac.identity,
   });
   try {
@@ -211,6 +239,15 @@ describe("RBAC e2e: the controller under exactly the generated rules", () => {
   }, 60_000);
 
   // After the cases above: every API path has been walked.
+  it("armed its webhooks (failurePolicy Fail) once a replica was Ready behind their Service", async () => {
+    for (const config of installedWebhooks().filter(o => o.kind !== "EndpointSlice"))
+      await eventually(() => {
+        const stored = api.get(String(config.kind), config.metadata!.name!)!;
+        const policies = (stored.webhooks as { failurePolicy: string }[]).map(w => w.failurePolicy);
+        expect(policies).toEqual(policies.map(() => "Fail"));
+      }, 15_000);
+  });
+
   it("no request was forbidden", () => {
     expect(forbiddenRequests(api.requests)).toEqual([]);
     expect(controller.logs()).not.toMatch(/forbidden/i);

@@ -4,12 +4,13 @@
 // Service, under its own ServiceAccount. The API server calls the webhook through the Service
 // (kube-proxy), the pods reach the API server through the kubernetes Service. Deleting the
 // manifest leaves a cluster where pods are created normally.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
 import { moduleYamlPath } from "../support/module-rbac";
+import { REPO_ROOT } from "../support/controller";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace } from "../cluster/support/cluster";
 import { readModuleManifest } from "../cluster/support/module";
@@ -87,6 +88,80 @@ beforeAll(async () => {
   }
 }, 300_000);
 
+/** The module's webhook configurations' failure policies, by kind (absent: undefined). */
+async function failurePolicies(): Promise<Record<string, string[] | undefined>> {
+  const found: Record<string, string[] | undefined> = {};
+  for (const config of manifest.webhookConfigurations) {
+    const kind = String(config.kind);
+    const res = await cluster.admin.get(
+      `/apis/admissionregistration.k8s.io/v1/${kind.toLowerCase()}s/${config.metadata?.name}`,
+    );
+    found[kind] =
+      res.status === 200
+        ? (res.body.webhooks as { failurePolicy: string }[]).map(w => w.failurePolicy)
+        : undefined;
+  }
+  return found;
+}
+const everyWebhook = (policy: string) =>
+  Object.fromEntries(
+    manifest.webhookConfigurations.map(c => [
+      String(c.kind),
+      (c.webhooks as unknown[]).map(() => policy),
+    ]),
+  );
+
+// Where the image cannot be pulled (a typo, an air-gapped cluster that has not mirrored it): the
+// controller never starts, and `pepr deploy` waits for a rollout that never comes.
+const UNPULLABLE = "127.0.0.1:9/admission-guard/not-mirrored:v0";
+
+test("npx pepr deploy with a controller image that cannot be pulled: no replica Ready, pods still created (no lock-out)", async () => {
+  const deploy = spawn("npx", ["pepr", "deploy", "--yes", "--image", UNPULLABLE], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      KUBECONFIG: cluster.adminKubeconfig,
+    },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  deploy.stdout!.on("data", c => (output += c));
+  deploy.stderr!.on("data", c => (output += c));
+  try {
+    // It applies the webhook configurations first, then RBAC, the Deployments and their Secrets.
+    await eventually(
+      async () => {
+        expect(await failurePolicies()).toEqual(everyWebhook("Ignore"));
+        const pods = await cluster.admin.get(
+          `/api/v1/namespaces/${MODULE_NS}/pods?labelSelector=${encodeURIComponent("pepr.dev/controller=admission")}`,
+        );
+        const waiting = ((pods.body.items as KubeObject[]) ?? []).map(
+          p =>
+            (p.status as { containerStatuses?: { state?: { waiting?: { reason?: string } } }[] })
+              ?.containerStatuses?.[0]?.state?.waiting?.reason,
+        );
+        expect(waiting.length).toBe(2);
+        for (const reason of waiting) expect(reason).toMatch(/ErrImagePull|ImagePullBackOff/);
+      },
+      240_000,
+      1000,
+    ).catch(e => {
+      throw new Error(`${(e as Error).message}\npepr deploy said:\n${output.slice(-3000)}`);
+    });
+    expect(deploy.exitCode).toBeNull(); // still waiting for its rollout
+    const r = await underLoad(NS, () => new Promise(res => setTimeout(res, 3000)), 5, 0);
+    record("npx pepr deploy, image not pullable (no replica Ready)", r);
+    expect(r.refused).toEqual([]);
+    expect(r.admitted).toBeGreaterThan(0);
+    // Nothing answers, so nothing armed them.
+    expect(await failurePolicies()).toEqual(everyWebhook("Ignore"));
+  } finally {
+    if (deploy.exitCode === null) process.kill(-deploy.pid!, "SIGTERM");
+  }
+}, 360_000);
+
 test("kubectl apply of the generated manifest: the admission Deployment (2 replicas) and the watcher become Ready", async () => {
   // Server-side, as `pepr deploy` applies it (the namespace and RBAC exist from the earlier files).
   const applied = await kubectl(cluster, [
@@ -106,7 +181,13 @@ test("kubectl apply of the generated manifest: the admission Deployment (2 repli
     180_000,
     1000,
   );
-}, 240_000);
+  // Installed failing open, armed by the controller once a replica is Ready behind the Service.
+  await eventually(
+    async () => expect(await failurePolicies()).toEqual(everyWebhook("Fail")),
+    60_000,
+    500,
+  );
+}, 300_000);
 
 test("a pod is fixed by the in-cluster controller, called through its Service, and runs", async () => {
   const created = await eventually(

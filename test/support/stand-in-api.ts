@@ -101,6 +101,17 @@ export const RESOURCE_TYPES: ResourceType[] = [
   inGroup("wgpolicyk8s.io", "v1alpha2")("PolicyReport", "policyreports"),
   inGroup("apiextensions.k8s.io")("CustomResourceDefinition", "customresourcedefinitions", false),
   inGroup("authorization.k8s.io")("SubjectAccessReview", "subjectaccessreviews", false),
+  inGroup("admissionregistration.k8s.io")(
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+    false,
+  ),
+  inGroup("admissionregistration.k8s.io")(
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    false,
+  ),
+  inGroup("discovery.k8s.io")("EndpointSlice", "endpointslices"),
 ];
 
 const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);

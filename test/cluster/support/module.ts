@@ -22,6 +22,7 @@ import {
 } from "../../support/controller";
 import { moduleYamlPath } from "../../support/module-rbac";
 import { kubeconfigYaml } from "../../support/kubeconfig";
+import { eventually } from "../../support/wait";
 import { KubeClient, pathOf, statusMessage } from "./kube-client";
 
 const WEBHOOK_KINDS = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"];
@@ -38,6 +39,7 @@ const INSTALLED_KINDS = [
 interface Webhook {
   name: string;
   clientConfig: { service?: { path?: string }; url?: string; caBundle?: string };
+  failurePolicy?: string;
 }
 
 export interface ModuleManifest {
@@ -192,6 +194,21 @@ export async function installModule(
           pathOf(config, `${String(config.kind).toLowerCase()}s`),
           pointedAt(config, port, certs.caPem),
         ),
+      );
+    // Registered as built (failurePolicy Ignore): the controller arms them (lib/webhooks) within
+    // a round or two; the tests that follow expect the module as it runs once installed.
+    if (options.env?.ADMISSION_GUARD_WEBHOOKS_FAILURE_POLICY !== "Ignore")
+      await eventually(
+        async () => {
+          for (const config of manifest.webhookConfigurations) {
+            const res = await admin.get(pathOf(config));
+            const policies = (res.body.webhooks as Webhook[]).map(w => w.failurePolicy);
+            if (policies.some(p => p !== "Fail"))
+              throw new Error(`${config.kind} not armed: ${policies.join(", ")}`);
+          }
+        },
+        20_000,
+        200,
       );
   } catch (e) {
     await installed.uninstall();

@@ -1,0 +1,111 @@
+// Webhooks that fail closed only once something answers them.
+//
+// `pepr build` and `npx pepr deploy` write the module's webhook configurations with the failure
+// policy of package.json `pepr.onError`, applied at once, before the controller runs. Written as
+// `Fail`, an install whose controller never becomes Ready (an image that cannot be pulled, an
+// air-gapped cluster that has not mirrored it, a crash loop) refuses every pod outside the system
+// namespaces. So the module is built with `onError: audit` (failurePolicy Ignore) and the admission
+// controller itself "arms" its webhooks, setting the failure policy of settings
+// `webhooks.failurePolicy` (Fail by default, the documented choice), once the API server can reach
+// a Ready replica: an EndpointSlice of the webhook's Service has a ready endpoint (for a URL
+// webhook, as `pepr dev` registers, the process that checks is the one that answers).
+//
+// This file decides; lib/webhooks/arm-live.ts asks the API server and applies the decision.
+
+/** The JSON patch operations the arming writes (RFC 6902). */
+export type Operation = { op: "test" | "replace"; path: string; value: unknown };
+
+export const FAILURE_POLICIES = ["Fail", "Ignore"] as const;
+export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
+
+/** The parts of a Mutating/ValidatingWebhookConfiguration the arming reads. */
+export interface WebhookConfiguration {
+  kind?: string;
+  metadata?: { name?: string; resourceVersion?: string };
+  webhooks?: {
+    name?: string;
+    failurePolicy?: string;
+    clientConfig?: { url?: string; service?: { name?: string; namespace?: string } };
+  }[];
+}
+
+/** An EndpointSlice, as far as the arming reads it. */
+export interface EndpointSliceLike {
+  endpoints?: { conditions?: { ready?: boolean | null } }[] | null;
+}
+
+/** The Services a configuration's webhooks call ("namespace/name"), each once. */
+export function servicesCalled(
+  config: WebhookConfiguration,
+): { namespace: string; name: string }[] {
+  const seen = new Map<string, { namespace: string; name: string }>();
+  for (const w of config.webhooks ?? []) {
+    const s = w.clientConfig?.service;
+    if (s?.name && s.namespace)
+      seen.set(`${s.namespace}/${s.name}`, { namespace: s.namespace, name: s.name });
+  }
+  return [...seen.values()];
+}
+
+/**
+ * Whether the API server can reach a replica for a Service: one of its EndpointSlices has an
+ * endpoint Ready (kube-proxy routes the Service's ClusterIP to ready endpoints only). A `ready`
+ * left unset means ready (the EndpointSlice API says consumers should take it so).
+ */
+export function anyEndpointReady(slices: EndpointSliceLike[]): boolean {
+  return slices.some(s => (s.endpoints ?? []).some(e => e.conditions?.ready !== false));
+}
+
+/**
+ * The JSON patch that sets every webhook of the configuration to `wanted`, or undefined when all
+ * already have it. Guarded by `test` operations (the resourceVersion and each webhook's name):
+ * a configuration rewritten meanwhile (a re-deploy) makes the patch fail instead of setting the
+ * policy on another webhook than the one read; the next round reads it again.
+ */
+export function armingPatch(
+  config: WebhookConfiguration,
+  wanted: FailurePolicy,
+): Operation[] | undefined {
+  const webhooks = config.webhooks ?? [];
+  const ops: Operation[] = [];
+  webhooks.forEach((w, i) => {
+    if (w.failurePolicy === wanted) return;
+    ops.push({ op: "test", path: `/webhooks/${i}/name`, value: w.name });
+    ops.push({ op: "replace", path: `/webhooks/${i}/failurePolicy`, value: wanted });
+  });
+  if (!ops.length) return undefined;
+  const rv = config.metadata?.resourceVersion;
+  return rv ? [{ op: "test", path: "/metadata/resourceVersion", value: rv }, ...ops] : ops;
+}
+
+/** What one round found for one configuration, for the log. */
+export type ArmingOutcome =
+  | { state: "absent" }
+  | { state: "armed" }
+  | { state: "waiting"; why: string }
+  | { state: "arm"; patch: Operation[] };
+
+/**
+ * One configuration's next step. `served` says, per Service the webhooks call, whether a replica
+ * is Ready behind it; a webhook called by URL counts as served (its caller is the process
+ * answering it, as under `pepr dev`).
+ */
+export function nextStep(
+  config: WebhookConfiguration | undefined,
+  wanted: FailurePolicy,
+  served: (service: { namespace: string; name: string }) => boolean,
+): ArmingOutcome {
+  if (!config) return { state: "absent" };
+  const patch = armingPatch(config, wanted);
+  if (!patch) return { state: "armed" };
+  // Setting Ignore (a deliberate fail-open) never waits for anything.
+  if (wanted === "Fail") {
+    const unserved = servicesCalled(config).filter(s => !served(s));
+    if (unserved.length)
+      return {
+        state: "waiting",
+        why: `no Ready endpoint behind Service ${unserved.map(s => `${s.namespace}/${s.name}`).join(", ")} yet`,
+      };
+  }
+  return { state: "arm", patch };
+}
