@@ -6,6 +6,7 @@ import type { KubeObject } from "../../lib/pod";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
+import { eventually } from "../support/wait";
 
 let api: StandInApi;
 let controller: Controller;
@@ -18,6 +19,12 @@ beforeAll(async () => {
         kind: "Namespace",
         metadata: { name: "lab", labels: { "admission-guard.dev/mode": "warn" } },
       },
+      {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: "sandbox", labels: { "admission-guard.dev/mode": "off" } },
+      },
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "prod" } },
     ],
   });
   // The watch's first list of namespaces takes 4 s: the request below comes before it.
@@ -29,14 +36,15 @@ afterAll(async () => {
   await api?.stop();
 });
 
-const privileged: KubeObject = {
+const privilegedIn = (namespace: string): KubeObject => ({
   apiVersion: "v1",
   kind: "Pod",
-  metadata: { name: "debug", namespace: "lab" },
+  metadata: { name: "debug", namespace },
   spec: {
     containers: [{ name: "c", image: "busybox:1.36", securityContext: { privileged: true } }],
   },
-};
+});
+const privileged = privilegedIn("lab");
 
 test("a pod in a namespace labelled warn is judged in warn mode before the watch has listed", async () => {
   const result = await admit(controller, privileged);
@@ -50,3 +58,56 @@ test("a pod in a namespace labelled warn is judged in warn mode before the watch
   );
   expect(api.watching("Namespace")).toBe(0);
 });
+
+test("restarted under a load of requests: none judged with the wrong mode (warn, off, enforce)", async () => {
+  // What each namespace's mode makes of a privileged pod.
+  const expected: Record<string, (r: Awaited<ReturnType<typeof admit>>) => boolean> = {
+    lab: r => r.allowed && r.warnings.some(w => w.includes("security-context: privileged")),
+    sandbox: r => r.allowed && !r.warnings.some(w => w.includes("admission-guard/")),
+    prod: r => !r.allowed && /security-context/.test(r.message ?? ""),
+  };
+  const answered: Record<string, number> = { lab: 0, sandbox: 0, prod: 0 };
+  const wrong: string[] = [];
+  let unanswered = 0;
+  let running = true;
+  // One lane of requests per namespace, each sending its next once the last is answered.
+  const lane = async (ns: string) => {
+    while (running) {
+      try {
+        const r = await admit(controller, privilegedIn(ns));
+        answered[ns]++;
+        if (!expected[ns](r))
+          wrong.push(`${ns}: allowed=${r.allowed} ${r.message ?? ""} ${r.warnings.join(" | ")}`);
+      } catch {
+        unanswered++; // the controller is down: the API server's failurePolicy decides, not we
+      }
+      await new Promise(res => setTimeout(res, 20));
+    }
+  };
+  const load = Promise.all(Object.keys(expected).map(lane));
+  await eventually(
+    () => Object.values(answered).forEach(n => expect(n).toBeGreaterThan(1)),
+    10_000,
+  );
+  const before = { ...answered };
+  const restartedAt = api.requests.length;
+  // A restart: the new process's first namespace list is held for 4 s again.
+  await controller.stop();
+  controller = await startController({ api });
+  await eventually(
+    () => Object.keys(expected).forEach(ns => expect(answered[ns]).toBeGreaterThan(before[ns] + 1)),
+    15_000,
+  );
+  running = false;
+  await load;
+  expect(wrong).toEqual([]);
+  // The restarted one judged before its watch had listed: it read each namespace through the API.
+  const readAfterRestart = api.requests
+    .slice(restartedAt)
+    .filter(r => r.method === "GET" && /^\/api\/v1\/namespaces\/(lab|sandbox|prod)$/.test(r.path))
+    .map(r => r.path);
+  expect(new Set(readAfterRestart).size).toBe(3);
+  process.stdout.write(
+    `restart under load: answered ${JSON.stringify(answered)}, unanswered while down ${unanswered}\n`,
+  );
+}, 60_000);
