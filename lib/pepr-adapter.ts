@@ -1,6 +1,6 @@
 // The Pepr front door. Each policy area is a Pepr Capability (capabilities/<area>/index.ts) whose
 // When(...) bindings call the actions made here; they decide nothing. An action turns Pepr's
-// request into the engine's (lib/engine.ts), runs the engine for its capability's policy, and
+// request into the engine's (lib/engine), runs the engine for its capability's policy, and
 // turns the answer into Pepr's (a mutated object, Approve with warnings, or Deny with the message),
 // counting the decisions and logging denials on the way.
 import type { Capability, PeprMutateRequest, PeprValidateRequest } from "pepr";

@@ -1,7 +1,7 @@
 // workloads: the pod templates of Deployments, StatefulSets, DaemonSets, ReplicaSets,
 // ReplicationControllers, Jobs and CronJobs, judged by every policy area at once. Their pods will
 // get every area's fixes, so each area's checks must see the template with all of them applied:
-// one shared capability simulates them once (lib/engine.ts) instead of every area doing it. So
+// one shared capability simulates them once (lib/engine/workload-simulation.ts) instead of every area doing it. So
 // `kubectl apply` of a Deployment whose pods can never run fails at once, with the reason, not
 // later in ReplicaSet events.
 import { Capability, a } from "pepr";

@@ -1,5 +1,5 @@
 // The webhook and `check` must never disagree: every e2e case through the real controller and
-// through lib/engine.ts review() over a snapshot of the same cluster gives the same verdict, the
+// through lib/engine review() over a snapshot of the same cluster gives the same verdict, the
 // same denial message and the same resulting pod (Pepr's own annotations aside).
 import type { KubeObject } from "../../lib/pod";
 import { useEnvironment } from "../support/environment";

@@ -1,6 +1,6 @@
 // resource-quota through the real controller (dist/, `npm run build` first): quotas, LimitRanges and
 // nodes served by the stand-in API and watched by the controller, changed between requests through
-// watch events. Every case is also run through lib/engine.ts review() over a snapshot of the same
+// watch events. Every case is also run through lib/engine review() over a snapshot of the same
 // cluster (what `check` runs): the two front doors must agree.
 import { join } from "node:path";
 import type { KubeObject } from "../../lib/pod";

@@ -1,5 +1,5 @@
 // Parity between the two front doors: the same object through the real controller (admit) and
-// through lib/engine.ts `review()` (what `check` runs) over a SnapshotCluster of the same objects
+// through lib/engine `review()` (what `check` runs) over a SnapshotCluster of the same objects
 // must give the same verdict and the same resulting object. Reusable by every capability's e2e test:
 //
 //   const report = await checkParity(controller, manifest, { objects: api.objects(), settings });

@@ -1,5 +1,5 @@
 // Properties of every capability together (capabilities/index.ts `policies`), through the one
-// engine (lib/engine.ts review(), what the webhook and `check` run), over generated pods and
+// engine (lib/engine review(), what the webhook and `check` run), over generated pods and
 // workloads in namespaces of every mode: review never throws; a second review changes nothing;
 // no field the user set is changed; the result is an object the Kubernetes schema of its kind
 // accepts (kubernetes-models validators, plus unknown fields from the API's model metadata).

@@ -1,4 +1,4 @@
-// The security-context capability through the one engine (lib/engine.ts review), as the webhook
+// The security-context capability through the one engine (lib/engine review), as the webhook
 // and `check` run it: workload templates are not mutated, their pods' fixes are reported as
 // pending, and what cannot be fixed is denied early with the template's field paths.
 import { policies } from "../../capabilities";

@@ -1,0 +1,147 @@
+// The validating webhook's answer: the findings decided in the namespace's mode, Exemptions
+// applied, the warnings a user reads, and the decisions to count.
+import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
+import { isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
+import type { Policy } from "../policy";
+import type { Mode } from "../settings";
+import {
+  formatPendingChange,
+  formatViolation,
+  type Change,
+  type Findings,
+  type Violation,
+} from "../verdict";
+import { contextOf, exemptionsFor, modeOf, policyApplies, speaksFirst } from "./context";
+import { fixedNotes, recordedFixes } from "./fix-trace";
+import { templateIsFixed } from "./fixes";
+import { validateAll } from "./validation";
+import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
+
+export interface Decision {
+  allowed: boolean;
+  /** Formatted violations that deny (enforce mode only). */
+  denials: string[];
+  /** Admission warnings: violations in warn mode, warn-severity violations, notes, pending fixes. */
+  warnings: string[];
+}
+
+/** Turns findings into an admission decision according to the namespace mode. */
+export function decide(findings: Findings, mode: Mode): Decision {
+  const denials: string[] = [];
+  const warnings: string[] = [];
+  if (mode === "off") return { allowed: true, denials, warnings };
+  for (const v of findings.violations) {
+    const line = formatViolation(v);
+    if (mode === "enforce" && v.severity !== "warn") denials.push(line);
+    else if (mode !== "audit") warnings.push(line);
+  }
+  if (mode !== "audit") {
+    warnings.push(...findings.warnings);
+  }
+  return { allowed: denials.length === 0, denials, warnings };
+}
+
+/** Warning lines for a workload's pending fixes: one line per capability. */
+export function pendingWarnings(changes: Change[], kind: string): string[] {
+  const byCapability = new Map<string, Change[]>();
+  for (const c of changes)
+    byCapability.set(c.capability, [...(byCapability.get(c.capability) ?? []), c]);
+  return [...byCapability.entries()].map(([capability, list]) =>
+    formatPendingChange({
+      capability,
+      rule: "pending",
+      message: `${list.map(c => c.message).join("; ")} (when ${kind} creates them)`,
+    }),
+  );
+}
+
+/** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
+export function judgesObject(policy: Policy, obj: KubeObject): boolean {
+  return isPod(obj) || isWorkload(obj)
+    ? !policy.onlyExtraKinds
+    : !!policy.extraKinds?.includes(obj?.kind ?? "");
+}
+
+/**
+ * The validating webhook's answer for the acting policies: the decision in the namespace's mode,
+ * the warnings (what the mutating webhook fixed, from the trace it left; what a workload's pods
+ * will get), and the events to count.
+ */
+export async function answer(
+  request: AdmissionInput,
+  deps: EngineDeps,
+  acting: Policy[],
+): Promise<Answer> {
+  const obj = request.object;
+  const ctx = contextOf(request, deps);
+  // The Exemptions' own validation holds in every namespace, whatever its mode label says.
+  const { mode, warning } = acting.every(p => p.enforcedInEveryMode)
+    ? { mode: "enforce" as const, warning: undefined }
+    : modeOf(ctx);
+  // A policy acts on this object when it applies here and judges its kind (the Exemptions' policy,
+  // which holds in every mode, never makes a Pod in a namespace that is off "handled").
+  const active = acting.filter(p => policyApplies(p, ctx) && judgesObject(p, obj));
+  const none: Answer = {
+    handled: false,
+    mode,
+    allowed: true,
+    denials: [],
+    warnings: [],
+    violations: [],
+    waived: [],
+    pending: [],
+    events: [],
+  };
+  if (!active.length) return none;
+
+  // Exemptions waive what would otherwise stand (and, waiving a whole capability, its fixes in a
+  // workload's simulation); an expired one that matches says so, and counts no more.
+  const exemptions = exemptionsFor(obj, ctx);
+  const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies, exemptions);
+  if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
+  const waivable = (v: Violation) =>
+    !deps.policies.find(p => p.name === v.capability)?.notWaivable?.[v.rule];
+  const { standing, waived } = applyExemptions(findings.violations, exemptions, waivable);
+  findings.violations = standing;
+  if (mode !== "audit") {
+    findings.warnings.push(...waived.map(waivedWarning));
+    findings.warnings.push(...exemptions.expired.map(expiredWarning));
+  }
+  const decision = decide(findings, mode);
+  const wayOut = decision.allowed ? undefined : exemptionPath(standing, deps.settings, waivable);
+  if (wayOut) decision.denials.push(wayOut);
+  const warnings = [...decision.warnings];
+  const pending = isWorkload(obj) ? findings.changes : [];
+  if (mode !== "audit") {
+    if (isPod(obj) && ctx.operation === "CREATE")
+      warnings.push(...fixedNotes(recordedFixes(obj), active));
+    const template = podTemplateOf(obj);
+    if (template && templateIsFixed(obj, deps.settings))
+      warnings.push(...fixedNotes(recordedFixes({ metadata: template.metadata }), active));
+    warnings.push(...pendingWarnings(pending, String(obj.kind)));
+  }
+  const outcome = decision.allowed ? `allowed-${mode}` : "denied";
+  const events: DecisionEvent[] = [
+    ...(findings.violations.length
+      ? findings.violations.map(v => ({ capability: v.capability, outcome, rule: v.rule }))
+      : active.map(p => ({ capability: p.name, outcome: "allowed" }))),
+    ...waived.map(w => ({
+      capability: w.violation.capability,
+      outcome: "exempted",
+      rule: w.violation.rule,
+      exemption: w.exemption.id,
+    })),
+  ];
+  return {
+    handled: true,
+    mode,
+    allowed: decision.allowed,
+    denials: decision.denials,
+    warnings,
+    violations: findings.violations,
+    waived: waived.map(w => ({ violation: w.violation, exemption: w.exemption.id })),
+    pending,
+    predicted: simulation?.copy,
+    events,
+  };
+}

@@ -1,0 +1,63 @@
+// Where an object is judged: its namespace, the namespace's mode, which policies act there, and the
+// Exemptions that bear on it.
+import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
+import type { KubeObject } from "../pod";
+import type { Policy, RuleContext } from "../policy";
+import { isIgnoredNamespace, MODES, NS_KEYS, type Mode } from "../settings";
+import type { AdmissionInput, ContextInput, EngineDeps } from "./types";
+
+export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
+  const namespaceName = obj?.metadata?.namespace || input.namespace || "";
+  return {
+    settings: input.settings,
+    cluster: input.cluster,
+    namespaceName,
+    namespace: namespaceName ? input.cluster.namespace(namespaceName) : undefined,
+    operation: input.operation ?? "CREATE",
+    oldObject: input.oldObject,
+    dryRun: input.dryRun ?? false,
+    scan: input.scan ?? false,
+    policies: input.policies ?? [],
+  };
+}
+
+export const contextOf = (request: AdmissionInput, deps: EngineDeps) =>
+  contextFor(request.object, {
+    ...request,
+    settings: deps.settings,
+    cluster: deps.cluster,
+    policies: deps.policies,
+  });
+
+/** The namespace's mode label, else the default mode. An unknown label value counts as enforce and is reported. */
+export function modeOf(ctx: RuleContext): { mode: Mode; warning?: string } {
+  const label = ctx.namespace?.labels[NS_KEYS.mode];
+  if (label === undefined) return { mode: ctx.settings.mode };
+  if ((MODES as readonly string[]).includes(label)) return { mode: label as Mode };
+  return {
+    mode: "enforce",
+    warning: `admission-guard: namespace ${ctx.namespaceName} has ${NS_KEYS.mode}="${label}", which is not one of ${MODES.join("|")}; enforcing. Fix: kubectl label namespace ${ctx.namespaceName} ${NS_KEYS.mode}=warn --overwrite`,
+  };
+}
+
+/** Whether a policy acts on objects in this context at all (system namespaces, the policy's namespaces, mode off). */
+export function policyApplies(policy: Policy, ctx: RuleContext): boolean {
+  if (isIgnoredNamespace(ctx.namespaceName, ctx.settings)) return false;
+  if (policy.namespaces?.length && !policy.namespaces.includes(ctx.namespaceName)) return false;
+  return policy.enforcedInEveryMode || modeOf(ctx).mode !== "off";
+}
+
+/** The Exemptions in the cluster view that bear on this object. */
+export function exemptionsFor(obj: KubeObject, ctx: RuleContext): ApplicableExemptions {
+  if (!obj || typeof obj !== "object") return NO_EXEMPTIONS;
+  return applicableExemptions(obj, ctx.namespaceName, ctx.cluster.exemptions(), ctx.settings);
+}
+
+/**
+ * Whether this policy is the first of the module's that acts here: what concerns the object rather
+ * than one policy (a malformed object, an unknown mode label) is said once, by that policy, and
+ * so once whether the policies are asked together (`check`) or capability by capability (Pepr).
+ */
+export function speaksFirst(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
+  return allPolicies.find(p => !p.onlyExtraKinds && policyApplies(p, ctx)) === policy;
+}

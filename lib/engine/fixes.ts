@@ -1,0 +1,76 @@
+// The mutating webhook's step: the acting policies' fixes on a Pod, or on a workload's own template.
+import { wholeCapabilitiesWaived, type ApplicableExemptions } from "../exemptions";
+import { hasController, isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
+import type { Policy, PodTarget, RuleContext } from "../policy";
+import type { Settings } from "../settings";
+import type { Change } from "../verdict";
+import { contextOf, exemptionsFor, policyApplies } from "./context";
+import { fixFailureViolation, reasonOf, stamped, type FixFailure } from "./findings";
+import { recordFixes, recordFixFailures } from "./fix-trace";
+import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
+
+/**
+ * Runs the policies' fixes on a pod spec in place. A fix that throws is recorded, never rethrown.
+ * A capability an Exemption waives whole is not fixed either: the object stays as its author wrote it.
+ */
+export async function runFixes(
+  policies: Policy[],
+  target: PodTarget,
+  ctx: RuleContext,
+  exemptions: ApplicableExemptions,
+): Promise<{ changes: Change[]; failures: FixFailure[] }> {
+  const changes: Change[] = [];
+  const failures: FixFailure[] = [];
+  const waivedWhole = wholeCapabilitiesWaived(exemptions);
+  for (const policy of policies) {
+    if (!policy.fix || !policyApplies(policy, ctx) || waivedWhole.has(policy.name)) continue;
+    try {
+      changes.push(...stamped(policy, await policy.fix(target, ctx)));
+    } catch (e) {
+      failures.push({ capability: policy.name, reason: reasonOf(e) });
+    }
+  }
+  return { changes, failures };
+}
+
+/** Whether a workload's own template is fixed when it is applied (see mutate). */
+export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
+  return settings.workloads.mutate && isWorkload(workload) && !hasController(workload);
+}
+
+/**
+ * The mutating webhook's step, on the request's object in place:
+ *  - a Pod on CREATE gets the acting policies' fixes; what changed is recorded in its trace
+ *    annotation, and a fix that threw in another (the validating webhook, and `check`, deny with it);
+ *  - a workload's own template, with workloads.mutate, gets the same fixes, recorded on the
+ *    template (its pods inherit the trace). Nothing is created in the cluster for a template (its
+ *    first pod ensures its ServiceAccount). A workload a controller made (a Deployment's ReplicaSet,
+ *    a CronJob's Job) is left alone: its template is its owner's, and a ReplicaSet whose template
+ *    differs from its Deployment's makes the Deployment controller create another, and another.
+ */
+export async function mutate(
+  request: AdmissionInput,
+  deps: EngineDeps,
+  acting: Policy[],
+): Promise<MutateResult> {
+  const obj = request.object;
+  const ctx = contextOf(request, deps);
+  const template = podTemplateOf(obj);
+  let result = { changes: [] as Change[], failures: [] as FixFailure[] };
+  if (template && isPod(obj) && request.operation === "CREATE") {
+    const target = { object: obj, template, isTemplate: false };
+    result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
+    recordFixes(obj, result.changes);
+    recordFixFailures(obj, result.failures);
+  } else if (template && templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
+    const target = { object: obj, template, isTemplate: true, applied: true };
+    result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
+    recordFixes({ metadata: template.metadata }, result.changes);
+  }
+  const events = result.changes.map(c => ({
+    capability: c.capability,
+    outcome: "fixed",
+    rule: c.rule,
+  }));
+  return { changes: result.changes, errors: result.failures.map(fixFailureViolation), events };
+}

@@ -1,0 +1,33 @@
+// The one rule engine behind all front doors. A request takes the same two steps in the webhook and
+// in `check`:
+//
+//   mutate():  the mutating webhook — the acting policies' fixes, in order, on the object in place
+//              (a Pod on CREATE; a workload's own template with workloads.mutate)
+//   answer():  the validating webhook — allowed or denied, the denial messages, the warnings and the
+//              metric events, for the acting policies
+//
+// The Pepr bindings (lib/pepr-adapter.ts) call them action by action: each policy area is a Pepr
+// capability that fixes Pods with its own policy; Pods and workload templates are judged by shared
+// actions with every policy (one binding per kind instead of one per area: docs/bench.md). review()
+// — what `check` runs — calls them the same way, action by action, and joins the answers as Pepr
+// joins them. The front doors only translate.
+//
+// One file per concern: types.ts (the request and the answers), context.ts (namespace, mode, which
+// policies act, Exemptions), fixes.ts (the mutating step), fix-trace.ts (what it leaves on the
+// object), workload-simulation.ts (a workload judged as its pods will be), validation.ts (the one
+// gate and the checks), answer.ts (the validating step), review.ts (the offline replay).
+export type {
+  AdmissionInput,
+  Answer,
+  ContextInput,
+  DecisionEvent,
+  EngineDeps,
+  MutateResult,
+} from "./types";
+export { contextFor, modeOf, policyApplies } from "./context";
+export { reasonOf } from "./findings";
+export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
+export { mutate, templateIsFixed } from "./fixes";
+export { needsJudging } from "./validation";
+export { answer, decide, judgesObject, pendingWarnings, type Decision } from "./answer";
+export { review, type Review } from "./review";

@@ -1,0 +1,102 @@
+// The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
+// action by action.
+import { isPod, isWorkload, type KubeObject } from "../pod";
+import type { Policy } from "../policy";
+import type { Mode } from "../settings";
+import type { Change, Violation } from "../verdict";
+import { answer } from "./answer";
+import { contextOf, modeOf } from "./context";
+import { mutate, templateIsFixed } from "./fixes";
+import type { AdmissionInput, Answer, ContextInput, EngineDeps } from "./types";
+
+/**
+ * The mutating actions Pepr runs on an object, in order, each with the policies it acts for
+ * (capabilities/index.ts): each area's own fix on a Pod; every area's fixes on a workload template.
+ */
+function mutatorsFor(policies: Policy[], obj: KubeObject): Policy[][] {
+  if (isPod(obj)) return policies.filter(p => p.fix).map(p => [p]);
+  return isWorkload(obj) ? [policies] : [];
+}
+
+/**
+ * The validating actions Pepr runs on an object: one shared action with every policy on a Pod or
+ * a workload (capabilities/pods, capabilities/workloads); each area's own on its extra kinds.
+ */
+function validatorsFor(policies: Policy[], obj: KubeObject): Policy[][] {
+  if (isPod(obj) || isWorkload(obj)) return [policies];
+  return policies.filter(p => p.extraKinds?.includes(obj?.kind ?? "")).map(p => [p]);
+}
+
+export interface Review {
+  kind: string;
+  namespace: string;
+  name: string;
+  mode: Mode;
+  allowed: boolean;
+  /** Fixes applied (Pod, or a template with workloads.mutate) and that a workload's pods will get. */
+  changes: Change[];
+  violations: Violation[];
+  /** Violations an Exemption waived, with its namespace/name. */
+  waived: { violation: Violation; exemption: string }[];
+  /** The denial messages, as the webhook joins them with "; ". */
+  denials: string[];
+  /** The admission warnings, as the webhook returns them. */
+  warnings: string[];
+  /** The object after mutation; for a workload not mutated, its pod template fixed as its pods will be. */
+  object: KubeObject;
+  /** Whether admission-guard acts on this object at all. */
+  handled: boolean;
+}
+
+/**
+ * The whole admission path for one object, offline (what `check` prints): the mutating step and
+ * the validating step, capability by capability as the webhook runs them, joined as Pepr joins
+ * them (denials in capability order, warnings concatenated). The input object is not changed.
+ */
+export async function review(
+  policies: Policy[],
+  input: KubeObject,
+  ctxInput: ContextInput,
+): Promise<Review> {
+  const deps: EngineDeps = { settings: ctxInput.settings, cluster: ctxInput.cluster, policies };
+  const object = structuredClone(input);
+  const request: AdmissionInput = {
+    object,
+    operation: ctxInput.operation ?? "CREATE",
+    oldObject: ctxInput.oldObject,
+    dryRun: ctxInput.dryRun ?? false,
+    namespace: ctxInput.namespace,
+  };
+  const ctx = contextOf(request, deps);
+  const meta = input?.metadata ?? {};
+  const base = {
+    kind: String(input?.kind ?? ""),
+    namespace: ctx.namespaceName,
+    name: meta.name || meta.generateName || "",
+    mode: modeOf(ctx).mode,
+  };
+
+  const changes: Change[] = [];
+  for (const acting of mutatorsFor(policies, object))
+    changes.push(...(await mutate(request, deps, acting)).changes);
+  const answers: Answer[] = [];
+  for (const acting of validatorsFor(policies, object))
+    answers.push(await answer(request, deps, acting));
+
+  const handled = answers.some(a => a.handled);
+  // A workload not mutated is shown as its pods will be: the copy its validation was judged on.
+  const predicted = answers.find(a => a.predicted)?.predicted;
+  const result =
+    isWorkload(input) && !templateIsFixed(input, deps.settings) ? (predicted ?? input) : object;
+  return {
+    ...base,
+    allowed: answers.every(a => a.allowed),
+    changes: [...changes, ...answers.flatMap(a => a.pending)],
+    violations: answers.flatMap(a => a.violations),
+    waived: answers.flatMap(a => a.waived),
+    denials: answers.flatMap(a => a.denials),
+    warnings: answers.flatMap(a => a.warnings),
+    object: handled ? result : input,
+    handled,
+  };
+}

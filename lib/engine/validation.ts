@@ -1,0 +1,153 @@
+// The validating step's findings: which objects are judged at all (the one gate), each acting
+// policy's checks, and an UPDATE judged on what it changes.
+import type { ApplicableExemptions } from "../exemptions";
+import {
+  containersChanged,
+  hasController,
+  isBeingDeleted,
+  isPod,
+  isWorkload,
+  podTemplateOf,
+  workloadSpecChanged,
+  type KubeObject,
+} from "../pod";
+import type { Policy, RuleContext } from "../policy";
+import { emptyFindings, mergeFindings, type Findings } from "../verdict";
+import { policyApplies, speaksFirst } from "./context";
+import {
+  fixFailureViolation,
+  internalError,
+  malformed,
+  newFindings,
+  reasonOf,
+  stampFindings,
+} from "./findings";
+import { recordedFixFailures } from "./fix-trace";
+import { simulateWorkload, type Simulation } from "./workload-simulation";
+
+/**
+ * One policy's validation of an object as it will be stored. For a workload, the checks see the
+ * template with every policy's fix applied (the simulation), and the policy's own pending fixes
+ * come back as changes.
+ */
+async function validate(
+  policy: Policy,
+  obj: KubeObject,
+  ctx: RuleContext,
+  allPolicies: Policy[],
+  simulation?: Simulation,
+): Promise<Findings> {
+  const findings = emptyFindings();
+  if (!policyApplies(policy, ctx) || !obj || typeof obj !== "object") return findings;
+  try {
+    if (isPod(obj)) {
+      const template = podTemplateOf(obj);
+      const failed = recordedFixFailures(obj).get(policy.name);
+      if (failed !== undefined && ctx.operation === "CREATE")
+        findings.violations.push(internalError(policy.name, "fix", failed));
+      if (!template) {
+        if (speaksFirst(policy, ctx, allPolicies))
+          findings.violations.push(malformed(policy, obj, "has no spec"));
+      } else if (policy.check && !policy.onlyExtraKinds) {
+        const target = { object: obj, template, isTemplate: false };
+        mergeFindings(findings, stampFindings(policy, await policy.check(obj, target, ctx)));
+      }
+    } else if (isWorkload(obj)) {
+      if (!simulation) {
+        if (speaksFirst(policy, ctx, allPolicies))
+          findings.violations.push(malformed(policy, obj, "has no pod template"));
+      } else {
+        findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
+        for (const f of simulation.failures)
+          if (f.capability === policy.name) findings.violations.push(fixFailureViolation(f));
+        if (policy.check && !policy.onlyExtraKinds) {
+          const found = await policy.check(simulation.copy, simulation.target, ctx);
+          mergeFindings(findings, stampFindings(policy, found));
+        }
+      }
+    } else if (policy.check && policy.extraKinds?.includes(obj.kind ?? "")) {
+      mergeFindings(findings, stampFindings(policy, await policy.check(obj, undefined, ctx)));
+    }
+  } catch (e) {
+    findings.violations.push(internalError(policy.name, "check", reasonOf(e)));
+  }
+  return findings;
+}
+
+/**
+ * Whether an object is judged at all, before any policy runs: the one gate for what makes no new
+ * pod, as Pod Security Admission has one (isSignificantPodUpdate).
+ * - A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is its owner's
+ *   template: judged when the owner was applied, and its pods are judged one by one as they are
+ *   created. Judging it again would stall a rollout in a namespace whose quota is full (the new
+ *   ReplicaSet counted whole, where the rollout adds only its surge) or after a rule changed.
+ * - An object being deleted is never refused (its finalizers are being removed).
+ * - A workload UPDATE that leaves its spec alone (labels, annotations, finalizers, status) makes
+ *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges.
+ */
+export function needsJudging(
+  obj: KubeObject,
+  ctx: Pick<RuleContext, "operation" | "oldObject">,
+): boolean {
+  if (isWorkload(obj) && hasController(obj)) return false;
+  if (ctx.operation !== "UPDATE" || !ctx.oldObject) return true;
+  if (isBeingDeleted(obj)) return false;
+  if (isPod(obj) && isPod(ctx.oldObject)) return containersChanged(obj, ctx.oldObject);
+  if (isWorkload(obj)) return workloadSpecChanged(obj, ctx.oldObject);
+  return true;
+}
+
+/**
+ * The acting policies' validation of an object, in order, merged.
+ *
+ * An UPDATE that needsJudging (a changed image, an added ephemeral container, a workload's new
+ * template or more replicas) is judged on what it changes: every policy judges the object as it
+ * will be stored and as it is stored, and only what the stored one did not already have counts —
+ * an object admitted earlier (under another mode or older rules) is never refused an update for
+ * something it had since its creation, and a scale-down is never refused.
+ */
+export async function validateAll(
+  acting: Policy[],
+  obj: KubeObject,
+  ctx: RuleContext,
+  allPolicies: Policy[],
+  exemptions: ApplicableExemptions,
+): Promise<Validation> {
+  if (!needsJudging(obj, ctx)) return { findings: emptyFindings() };
+  const old = ctx.oldObject;
+  const comparable = old && (isPod(obj) ? isPod(old) : isWorkload(obj) && isWorkload(old));
+  if (ctx.operation !== "UPDATE" || !comparable)
+    return validateEach(acting, obj, ctx, allPolicies, exemptions);
+  const [now, before] = await Promise.all([
+    validateEach(acting, obj, ctx, allPolicies, exemptions),
+    validateEach(acting, old, ctx, allPolicies, exemptions),
+  ]);
+  // A workload's pending fixes are what its pods will get, whatever the stored one had.
+  return {
+    findings: { ...newFindings(now.findings, before.findings), changes: now.findings.changes },
+    simulation: now.simulation,
+  };
+}
+
+/** The findings, and for a workload the simulation they were judged on. */
+export interface Validation {
+  findings: Findings;
+  simulation?: Simulation;
+}
+
+async function validateEach(
+  acting: Policy[],
+  obj: KubeObject,
+  ctx: RuleContext,
+  allPolicies: Policy[],
+  exemptions: ApplicableExemptions,
+): Promise<Validation> {
+  // A workload's template is fixed once, with every policy, for all the acting ones.
+  const simulation = isWorkload(obj)
+    ? await simulateWorkload(allPolicies, obj, ctx, exemptions)
+    : undefined;
+  const findings = emptyFindings();
+  for (const p of acting)
+    mergeFindings(findings, await validate(p, obj, ctx, allPolicies, simulation));
+  return { findings, simulation };
+}

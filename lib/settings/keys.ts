@@ -1,0 +1,32 @@
+// The words admission-guard reads and writes on namespaces and objects (mode labels, annotations),
+// and the namespaces it never touches.
+import type { Settings } from "./schema";
+
+export const MODES = ["enforce", "warn", "audit", "off"] as const;
+export type Mode = (typeof MODES)[number];
+
+/** Our labels and annotations on namespaces and objects. */
+export const NS_KEYS = {
+  /** Namespace label: enforce (default) | warn | audit | off. */
+  mode: "admission-guard.dev/mode",
+  /** Namespace label: the component value pods must carry, or "*" for any. */
+  requireComponent: "admission-guard.dev/require-component",
+  /** Namespace annotation: the ServiceAccount pods on "default" are moved to. */
+  serviceAccount: "admission-guard.dev/service-account",
+  /** Namespace annotation: comma-separated registries, narrowing registries.allowed for the namespace. */
+  allowedRegistries: "admission-guard.dev/allowed-registries",
+  /** Namespace label: off | fill, overriding securityContext.readOnlyRootFilesystem there. */
+  readOnlyRoot: "admission-guard.dev/read-only-root-filesystem",
+  /** Object annotation: what admission-guard changed, one capability/rule a line. */
+  fixed: "admission-guard.dev/fixed",
+  /** Object annotation: fixes that failed, {capability: reason} (the validating webhook denies with them). */
+  fixFailed: "admission-guard.dev/fix-failed",
+} as const;
+
+/** Namespaces admission-guard never touches, whatever the settings say. */
+export const SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "pepr-system"];
+
+export function isIgnoredNamespace(ns: string | undefined, settings: Settings): boolean {
+  if (!ns) return false;
+  return SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns);
+}
