@@ -7,6 +7,8 @@
 //    `kubectl apply` refuses (strict field validation) and a lenient client silently drops.
 // Where a misplaced field belongs is said when its sibling type has it (pod ↔ container
 // securityContext, pod spec ↔ container, object ↔ metadata).
+// Where OpenAPI and the API server disagree, the server decides (`serverView` below, and the
+// agreement proved on a real kube-apiserver by test/cluster/95-check-vs-api-server.test.ts).
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { KubeObject } from "../lib/pod";
@@ -141,25 +143,105 @@ function walk(value: unknown, type: string, path: string, out: UnknownField[]): 
   }
 }
 
-function typeProblems(obj: KubeObject, validatable: Validatable): string[] {
+// The API server decodes JSON into Go structs: a null is the Go zero value, a field of a plain Go
+// string cannot tell "" from absent, and the server's own validation (not OpenAPI's `required`)
+// decides what must be there. So before the OpenAPI validators judge an object, it is turned into
+// what the server validates. Each entry below is the answer of a real 1.32 kube-apiserver.
+
+/** Required by OpenAPI, not by the API server, which takes their zero value (or its default). */
+const SERVER_FILLS: Record<string, Record<string, unknown>> = {
+  V1ScaleIOVolumeSource: { secretRef: {} }, // not validated (the PSA fixtures leave it null)
+  V1ISCSIVolumeSource: { lun: 0 }, // LUN 0 is valid
+  V1HTTPHeader: { value: "" },
+  V1Sysctl: { value: "" },
+  V1PreferredSchedulingTerm: { preference: {} }, // an empty term
+  V1PodFailurePolicy: { rules: [] },
+  V1PodFailurePolicyOnPodConditionsPattern: { status: "True" }, // defaulted
+};
+
+/** Required by the API server, not by OpenAPI: absent, null and "" are all refused. */
+const SERVER_REQUIRES: Record<string, string[]> = { V1Container: ["image"] };
+
+/** Enumerations held in a plain Go string: "" is unset, which the server defaults (or allows). */
+const EMPTY_IS_UNSET = new Set([
+  "V1Container.imagePullPolicy",
+  "V1Container.terminationMessagePolicy",
+  "V1ContainerPort.protocol",
+  "V1HTTPGetAction.scheme",
+  "V1PodSpec.restartPolicy",
+  "V1PodSpec.dnsPolicy",
+  "V1Toleration.effect",
+  "V1Toleration.operator",
+  "V1DeploymentStrategy.type",
+  "V1DaemonSetUpdateStrategy.type",
+  "V1StatefulSetUpdateStrategy.type",
+  "V1StatefulSetSpec.podManagementPolicy",
+  "V1CronJobSpec.concurrencyPolicy",
+]);
+
+// A null list item decodes to the item type's zero value. For a string, number or boolean that is
+// what check judges. An object item is left null, which check refuses: the server's zero object is
+// an empty container, volume, toleration, env source... which its validation refuses too, while
+// OpenAPI requires nothing of some of them (the exception: an empty imagePullSecrets entry).
+const SCALAR_ZERO: Record<string, unknown> = { string: "", number: 0, boolean: false };
+
+/**
+ * A copy of `value` (of client-node type `type`, at `path`) as the API server validates it: null
+ * fields and map entries dropped (a nil pointer, an absent field; a map entry's zero value — "" for
+ * labels, 0 for a quantity — is as valid as none), null scalar list items made zero values, "" of
+ * EMPTY_IS_UNSET dropped, SERVER_FILLS filled in; what SERVER_REQUIRES misses goes to `missing`.
+ * Types the client does not model are only cleared of nulls.
+ */
+function serverView(value: unknown, type: string, path: string, missing: string[]): unknown {
+  if (Array.isArray(value)) {
+    const item = /^Array<(.+)>$/.exec(type)?.[1] ?? "";
+    return value.map((v, i) =>
+      serverView(v === null ? (SCALAR_ZERO[item] ?? null) : v, item, `${path}[${i}]`, missing),
+    );
+  }
+  if (value === null || typeof value !== "object") return value;
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type)?.[1];
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    if (child === null || (child === "" && EMPTY_IS_UNSET.has(`${type}.${key}`))) continue;
+    const where = map ? `${path}[${JSON.stringify(key)}]` : path ? `${path}.${key}` : key;
+    out[key] = serverView(child, map ?? fieldsOf(type).get(key) ?? "", where, missing);
+  }
+  if (map) return out;
+  for (const [key, zero] of Object.entries(SERVER_FILLS[type] ?? {}))
+    out[key] ??= structuredClone(zero);
+  for (const key of SERVER_REQUIRES[type] ?? [])
+    if (out[key] === undefined || out[key] === "")
+      missing.push(`${path || "(the object)"}: must have required property ${key}`);
+  return out;
+}
+
+/** The server resets `status` on create (and keeps the stored one on update): only its types count. */
+const ignoredInStatus = (err: AjvError) =>
+  /^\/status(\/|$)/.test(err.instancePath) &&
+  (err.params?.missingProperty !== undefined || err.params?.allowedValues !== undefined);
+
+function typeProblems(obj: unknown, validatable: Validatable): string[] {
   try {
     new validatable(obj).validate();
     return [];
   } catch (e) {
     const errors = (e as { errors?: AjvError[] }).errors;
     if (!errors) return [(e as Error).message];
-    return errors.map(err => {
-      const path =
-        err.instancePath
-          .split("/")
-          .filter(Boolean)
-          .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : `${i ? "." : ""}${part}`))
-          .join("") || "(the object)";
-      const allowed = err.params?.allowedValues
-        ? ` (${err.params.allowedValues.map(v => JSON.stringify(v)).join(", ")})`
-        : "";
-      return `${path}: ${err.message ?? "invalid"}${allowed}`;
-    });
+    return errors
+      .filter(err => !ignoredInStatus(err))
+      .map(err => {
+        const path =
+          err.instancePath
+            .split("/")
+            .filter(Boolean)
+            .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : `${i ? "." : ""}${part}`))
+            .join("") || "(the object)";
+        const allowed = err.params?.allowedValues
+          ? ` (${err.params.allowedValues.map(v => JSON.stringify(v)).join(", ")})`
+          : "";
+        return `${path}: ${err.message ?? "invalid"}${allowed}`;
+      });
   }
 }
 
@@ -177,5 +259,8 @@ export function schemaProblems(obj: KubeObject): string[] {
     f =>
       `${f.path}: unknown field, which the API server refuses${f.belongs ? `; it belongs in ${f.belongs.what}: ${f.belongs.at}` : ""}`,
   );
-  return [...unknown, ...typeProblems(obj, models[kind])];
+  // Unknown fields are judged on the object as written: strict decoding refuses them, null or not.
+  const missing: string[] = [];
+  const validated = serverView(obj, `V1${kind}`, "", missing);
+  return [...unknown, ...missing, ...typeProblems(validated, models[kind])];
 }
