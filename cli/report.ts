@@ -5,12 +5,7 @@ import { formatViolation, type Change, type Violation } from "../lib/verdict";
 import { fixedNotesOf, pendingWarnings, type ContextInput, type Review } from "../lib/engine";
 import { isPod, type KubeObject } from "../lib/pod";
 import type { Policy } from "../lib/policy";
-import {
-  buildReport,
-  judgingPolicies,
-  objectResults,
-  type ObjectResults,
-} from "../lib/reports/policy-report";
+import { buildReport, objectResults, type ObjectResults } from "../lib/reports/policy-report";
 import { describeSource, type Source } from "./manifests";
 
 export interface Checked {
@@ -143,9 +138,8 @@ export function policyReportsYaml(
   const byNamespace = new Map<string, ObjectResults[]>();
   for (const { input: object, review: r } of results) {
     if (!r.handled) continue;
-    const acting = judgingPolicies(object, { ...input, namespace: r.namespace });
     const list = byNamespace.get(r.namespace) ?? [];
-    list.push(objectResults(object, r.namespace, r, acting));
+    list.push(objectResults(object, r.namespace, r));
     byNamespace.set(r.namespace, list);
   }
   const seconds = Math.floor(Date.now() / 1000);

@@ -3,18 +3,27 @@
 import type { ClusterView, NamespaceInfo } from "./cluster";
 import type { KubeObject, PodTemplateRef } from "./pod";
 import type { Settings } from "./settings";
-import type { Change, Violation } from "./verdict";
+import type { Change, Skip, Violation } from "./verdict";
 
 /** A change as a rule returns it: the engine stamps the capability (the policy's name) on it. */
 export type RuleChange = Omit<Change, "capability">;
 /** A violation as a rule returns it: the engine stamps the capability on it. */
 export type RuleViolation = Omit<Violation, "capability">;
+/** A rule a check did not evaluate, and why: the engine stamps the capability on it. */
+export type RuleSkip = Omit<Skip, "capability">;
 /** What a policy's check returns; warnings are formatted notes (`formatNote`). */
 export interface RuleFindings {
   changes: RuleChange[];
   violations: RuleViolation[];
   warnings: string[];
+  /** Rules it did not evaluate on this object (a report says `skip` for them, not `pass`). */
+  skipped?: RuleSkip[];
 }
+
+/** The settings sections that turn a capability on and off (`<section>.enabled`). */
+export type SwitchableSection = {
+  [K in keyof Settings]: Settings[K] extends { enabled: boolean } ? K : never;
+}[keyof Settings];
 
 export const noFindings = (): RuleFindings => ({ changes: [], violations: [], warnings: [] });
 
@@ -82,6 +91,11 @@ export interface Policy {
     target: PodTarget | undefined,
     ctx: RuleContext,
   ): RuleFindings | Promise<RuleFindings>;
+  /**
+   * The settings section whose `enabled` turns the capability on: off, it is not applied at all
+   * (no fix, no check, not counted as handled), and a report lists its rules as `skip`.
+   */
+  switchedBy?: SwitchableSection;
   /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret). */
   extraKinds?: string[];
   /**

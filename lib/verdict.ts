@@ -22,23 +22,38 @@ export interface Violation {
   severity?: "deny" | "warn";
 }
 
+/** A rule not evaluated on an object, and why (a capability off, a quota a stored pod is in already). */
+export interface Skip {
+  capability: string;
+  rule: string;
+  reason: string;
+}
+
 /** What one capability found on one object. */
 export interface Findings {
   changes: Change[];
   violations: Violation[];
   /** Notes that are neither changes nor violations ("quota not checked: no quota data yet"). */
   warnings: string[];
+  /** Rules not evaluated: reported `skip`, never `pass`. */
+  skipped: Skip[];
 }
 
-export const emptyFindings = (): Findings => ({ changes: [], violations: [], warnings: [] });
+export const emptyFindings = (): Findings => ({
+  changes: [],
+  violations: [],
+  warnings: [],
+  skipped: [],
+});
 
 /** Adds `from` to `into` (a rule's findings or the engine's, the same shape). */
 export function mergeFindings<
-  F extends { changes: unknown[]; violations: unknown[]; warnings: string[] },
+  F extends { changes: unknown[]; violations: unknown[]; warnings: string[]; skipped?: unknown[] },
 >(into: F, from: F): F {
   into.changes.push(...from.changes);
   into.violations.push(...from.violations);
   into.warnings.push(...from.warnings);
+  if (from.skipped?.length) (into.skipped ??= []).push(...from.skipped);
   return into;
 }
 

@@ -6,6 +6,7 @@ import { CAPABILITY, checkImages, rewriteToMirrors } from "./rules";
 
 export const imageRegistryPolicy: Policy = {
   name: CAPABILITY,
+  switchedBy: "registries",
   rules: ["invalid-reference", "registry-not-allowed", "digest-required", "latest-forbidden"],
   description: "Only images from allowed registries; optional mirrors rewrite images",
   fix: (target, ctx) => rewriteToMirrors(target, ctx),

@@ -4,6 +4,7 @@ import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
 
 export const labelsPolicy: Policy = {
   name: CAPABILITY,
+  switchedBy: "labels",
   rules: ["require-component"],
   description:
     "Carries the app label to app.kubernetes.io/component; a namespace may require the component label",

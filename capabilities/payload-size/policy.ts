@@ -5,6 +5,7 @@ import { CAPABILITY, checkPayload } from "./rules";
 
 export const payloadSizePolicy: Policy = {
   name: CAPABILITY,
+  switchedBy: "payload",
   rules: [
     "object-too-large",
     "annotations-too-large",

@@ -110,6 +110,11 @@ function checkResources(
   }
 
   // A stored object (the report scan) is in the quota's usage already: counting it again would fail it.
+  if (count && namespace && ctx.scan)
+    findings.skipped = QUOTA_RULES.map(rule => ({
+      rule,
+      reason: "a stored object is counted in its namespace's quota usage already",
+    }));
   if (count && namespace && !ctx.scan) {
     const quotas = ctx.cluster.resourceQuotas(namespace);
     if (!quotas) unavailable(findings, ctx, subject, "quota", "ResourceQuotas");
@@ -131,6 +136,13 @@ function checkResources(
   }
   // A pod the scheduler placed fits its node; a stored workload's pods are judged as new ones.
   const placed = ctx.scan && isPod(object) && !!template.spec?.nodeName;
+  if (placed || !settings.nodeFit)
+    (findings.skipped ??= []).push({
+      rule: "node-fit",
+      reason: placed
+        ? `placed by the scheduler on node ${template.spec!.nodeName}`
+        : "resourceQuota.nodeFit is off",
+    });
   if (settings.nodeFit && (count?.pods ?? 1) > 0 && !placed) {
     const nodes = ctx.cluster.nodes();
     if (!nodes) unavailable(findings, ctx, subject, "node fit", "Nodes");
@@ -148,8 +160,12 @@ function checkResources(
   return findings;
 }
 
+/** The rules a quota decides; not evaluated on a stored object (the scan). */
+const QUOTA_RULES = ["quota-exceeded", "quota-must-specify"];
+
 export const resourceQuotaPolicy: Policy = {
   name: CAPABILITY,
+  switchedBy: "resourceQuota",
   rules: [
     "quota-exceeded",
     "quota-must-specify",

@@ -34,6 +34,7 @@ export function toViolation(outcome: CheckOutcome): RuleViolation {
 
 export const securityContextPolicy: Policy = {
   name: CAPABILITY,
+  switchedBy: "securityContext",
   rules: RESTRICTED_CHECK_IDS,
   description:
     "Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed",

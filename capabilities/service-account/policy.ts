@@ -7,6 +7,7 @@ import { checkSecretAccess } from "./secret-access";
 
 export const serviceAccountPolicy: Policy = {
   name: CAPABILITY,
+  switchedBy: "serviceAccount",
   rules: ["dedicated-service-account", "secret-access"],
   description:
     "Moves pods off the default ServiceAccount to a dedicated one; checks the ServiceAccount may read the secrets the pod uses",

@@ -9,9 +9,17 @@ import {
   formatViolation,
   type Change,
   type Findings,
+  type Skip,
   type Violation,
 } from "../verdict";
-import { contextOf, exemptionsFor, modeOf, policyApplies, speaksFirst } from "./context";
+import {
+  applicability,
+  contextOf,
+  exemptionsFor,
+  modeOf,
+  policyApplies,
+  speaksFirst,
+} from "./context";
 import { fixedNotes, recordedFixes } from "./fix-trace";
 import { templateIsFixed } from "./fixes";
 import { validateAll } from "./validation";
@@ -80,9 +88,12 @@ export async function answer(
     : modeOf(ctx);
   // A policy acts on this object when it applies here and judges its kind (the Exemptions' policy,
   // which holds in every mode, never makes a Pod in a namespace that is off "handled").
-  const active = acting.filter(p => policyApplies(p, ctx) && judgesObject(p, obj));
+  const judging = acting.filter(p => judgesObject(p, obj));
+  const active = judging.filter(p => policyApplies(p, ctx));
   const none: Answer = {
     handled: false,
+    judgedBy: [],
+    skipped: [],
     mode,
     allowed: true,
     denials: [],
@@ -132,8 +143,22 @@ export async function answer(
       exemption: w.exemption.id,
     })),
   ];
+  // A capability switched off judged nothing here: each of its rules is a skip, never a pass.
+  const switchedOff = judging.filter(p => applicability(p, ctx) === "disabled");
+  const skipped: Skip[] = [
+    ...findings.skipped,
+    ...switchedOff.flatMap(p =>
+      p.rules.map(rule => ({
+        capability: p.name,
+        rule,
+        reason: `${p.name} is switched off (settings ${p.switchedBy}.enabled: false)`,
+      })),
+    ),
+  ];
   return {
     handled: true,
+    judgedBy: active,
+    skipped,
     mode,
     allowed: decision.allowed,
     denials: decision.denials,

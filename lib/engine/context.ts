@@ -40,12 +40,31 @@ export function modeOf(ctx: RuleContext): { mode: Mode; warning?: string } {
   };
 }
 
-/** Whether a policy acts on objects in this context at all (system namespaces, the policy's namespaces, mode off). */
-export function policyApplies(policy: Policy, ctx: RuleContext): boolean {
-  if (isIgnoredNamespace(ctx.namespaceName, ctx.settings)) return false;
-  if (policy.namespaces?.length && !policy.namespaces.includes(ctx.namespaceName)) return false;
-  return policy.enforcedInEveryMode || modeOf(ctx).mode !== "off";
+/** Why a policy does not act in a context, or "applies". */
+export type Applicability =
+  | "applies"
+  | "ignored-namespace"
+  | "not-its-namespace"
+  | "mode-off"
+  | "disabled";
+
+/**
+ * The one decision of whether a policy acts on objects in this context: not in the system or
+ * ignored namespaces, only in its own namespaces if it names some, not where the mode is off
+ * (unless it holds in every mode), not when its settings section is switched off. The fixes, the
+ * checks, the answer's "handled", the metrics and the reports all read it.
+ */
+export function applicability(policy: Policy, ctx: RuleContext): Applicability {
+  if (isIgnoredNamespace(ctx.namespaceName, ctx.settings)) return "ignored-namespace";
+  if (policy.namespaces?.length && !policy.namespaces.includes(ctx.namespaceName))
+    return "not-its-namespace";
+  if (!policy.enforcedInEveryMode && modeOf(ctx).mode === "off") return "mode-off";
+  if (policy.switchedBy && !ctx.settings[policy.switchedBy].enabled) return "disabled";
+  return "applies";
 }
+
+export const policyApplies = (policy: Policy, ctx: RuleContext): boolean =>
+  applicability(policy, ctx) === "applies";
 
 /** The Exemptions in the cluster view that bear on this object. */
 export function exemptionsFor(obj: KubeObject, ctx: RuleContext): ApplicableExemptions {

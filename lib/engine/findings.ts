@@ -20,6 +20,7 @@ export function stampFindings(policy: Policy, found: RuleFindings): Findings {
     changes: stamped(policy, found.changes),
     violations: stamped(policy, found.violations),
     warnings: found.warnings,
+    skipped: found.skipped?.length ? stamped(policy, found.skipped) : [],
   };
 }
 

@@ -24,7 +24,7 @@ export type {
   EngineDeps,
   MutateResult,
 } from "./types";
-export { contextFor, modeOf, policyApplies } from "./context";
+export { applicability, contextFor, modeOf, policyApplies, type Applicability } from "./context";
 export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
 export { mutate, templateIsFixed } from "./fixes";

@@ -3,7 +3,7 @@
 import { isPod, isWorkload, type KubeObject } from "../pod";
 import type { Policy } from "../policy";
 import type { Mode } from "../settings";
-import type { Change, Violation } from "../verdict";
+import type { Change, Skip, Violation } from "../verdict";
 import { answer } from "./answer";
 import { contextOf, modeOf } from "./context";
 import { mutate, templateIsFixed } from "./fixes";
@@ -46,6 +46,10 @@ export interface Review {
   object: KubeObject;
   /** Whether admission-guard acts on this object at all. */
   handled: boolean;
+  /** The policies that judged it, in the module's order. */
+  judgedBy: Policy[];
+  /** Rules not evaluated, with why. */
+  skipped: Skip[];
 }
 
 /**
@@ -98,5 +102,7 @@ export async function review(
     warnings: answers.flatMap(a => a.warnings),
     object: handled ? result : input,
     handled,
+    judgedBy: policies.filter(p => answers.some(a => a.judgedBy.includes(p))),
+    skipped: answers.flatMap(a => a.skipped),
   };
 }

@@ -3,7 +3,7 @@ import type { ClusterView } from "../cluster";
 import type { KubeObject } from "../pod";
 import type { Operation, Policy } from "../policy";
 import type { Mode, Settings } from "../settings";
-import type { Change, Violation } from "../verdict";
+import type { Change, Skip, Violation } from "../verdict";
 
 /** One admission request, as the webhook receives it and `check` simulates it. */
 export interface AdmissionInput {
@@ -43,8 +43,12 @@ export interface MutateResult {
 }
 
 export interface Answer {
-  /** Whether an acting policy acts on this object at all (kind, namespace, mode off). */
+  /** Whether an acting policy acts on this object at all (kind, namespace, mode off, switched off). */
   handled: boolean;
+  /** The acting policies that judged it (every rule of theirs gets a result in a report). */
+  judgedBy: Policy[];
+  /** Rules not evaluated, with why: a capability switched off, a rule a check left out. */
+  skipped: Skip[];
   mode: Mode;
   allowed: boolean;
   /** Formatted violations that deny (enforce mode). */

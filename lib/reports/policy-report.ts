@@ -2,7 +2,7 @@
 // read with `kubectl get policyreport -A`: what the rules say of objects that already exist. Pure:
 // an object's results come from the engine's answer; a namespace's report is built from its
 // objects' results. The watcher (lib/reports/scanner.ts) and `check --output policyreport` use it.
-import { contextFor, judgesObject, policyApplies, type Answer, type ContextInput } from "../engine";
+import type { Answer } from "../engine";
 import type { KubeObject } from "../pod";
 import type { Policy } from "../policy";
 import type { Violation } from "../verdict";
@@ -126,13 +126,14 @@ export function refOf(obj: KubeObject, namespace: string): ObjectRef {
 /**
  * An object's results from the engine's answer. A violation fails (or warns, for a rule that only
  * warns), whatever the namespace's mode: the report says what enforce would deny, which is what a
- * team moving from audit to enforce asks. A waived one is skipped, naming the Exemption.
+ * team moving from audit to enforce asks. A waived one is skipped, naming the Exemption; so is a
+ * rule not evaluated (its capability switched off, a quota the stored pod is counted in already).
+ * Every other rule of the policies that judged it (the answer's judgedBy) passed.
  */
 export function objectResults(
   obj: KubeObject,
   namespace: string,
-  answer: Pick<Answer, "violations" | "waived">,
-  acting: readonly Policy[],
+  answer: Pick<Answer, "violations" | "waived" | "judgedBy" | "skipped">,
 ): ObjectResults {
   const findings: Finding[] = answer.violations.map(findingOf);
   for (const { violation, exemption } of answer.waived)
@@ -144,19 +145,15 @@ export function objectResults(
       fix: violation.fix,
       exemption,
     });
-  return { ref: refOf(obj, namespace), findings, judgedBy: interned(acting) };
-}
-
-/**
- * The policies that judge this object, whose every rule gets a result: on a Pod or a workload those
- * acting in its namespace, on another kind those that judge that kind.
- */
-export function judgingPolicies(
-  obj: KubeObject,
-  input: ContextInput & { policies: readonly Policy[] },
-): Policy[] {
-  const ctx = contextFor(obj, input);
-  return input.policies.filter(p => judgesObject(p, obj) && policyApplies(p, ctx));
+  for (const s of answer.skipped)
+    if (!findings.some(f => f.policy === s.capability && f.rule === s.rule))
+      findings.push({
+        policy: s.capability,
+        rule: s.rule,
+        result: "skip",
+        message: `not evaluated: ${s.reason}`,
+      });
+  return { ref: refOf(obj, namespace), findings, judgedBy: interned(answer.judgedBy) };
 }
 
 /** Whether two objects' results would write the same report lines. */

@@ -18,7 +18,6 @@ import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
 import { isIgnoredNamespace } from "../settings";
 import {
   buildReport,
-  judgingPolicies,
   objectResults,
   reportContent,
   sameResults,
@@ -260,10 +259,7 @@ export class ReportScanner {
     if (!isIgnoredNamespace(namespace, deps.settings)) {
       const request = { object: entry.obj, operation: "CREATE" as const, dryRun: true, scan: true };
       const found = await answer(request, deps, deps.policies);
-      if (found.handled) {
-        const acting = judgingPolicies(entry.obj, { ...request, ...deps });
-        results = objectResults(entry.obj, namespace, found, acting);
-      }
+      if (found.handled) results = objectResults(entry.obj, namespace, found);
     }
     const changed = results ? !sameResults(entry.results, results) : !!entry.results;
     entry.results = results;

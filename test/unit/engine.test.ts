@@ -6,9 +6,10 @@ import {
   contextFor,
   review,
   recordedFixes,
+  applicability,
 } from "../../lib/engine";
 import { SnapshotCluster } from "../../lib/cluster";
-import { defaultSettings } from "../../lib/settings";
+import { defaultSettings, parseSettings } from "../../lib/settings";
 import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
 import { imageRegistryPolicy } from "../../capabilities/image-registry/policy";
 import { containersChanged, type KubeObject } from "../../lib/pod";
@@ -151,6 +152,7 @@ describe("engine with the hello-pepr template capability", () => {
       {
         changes: [],
         warnings: [],
+        skipped: [],
         violations: [{ capability: "c", rule: "r", message: "m", fix: "f", severity: "warn" }],
       },
       "enforce",
@@ -389,5 +391,67 @@ describe("engine: one decision path", () => {
     expect(answered.denials).toEqual([
       "admission-guard/explodes: the fix step failed on this object (boom). Fix: check the object is well-formed; if it is, report this bug and meanwhile set the namespace to warn mode: kubectl label namespace <ns> admission-guard.dev/mode=warn --overwrite",
     ]);
+  });
+});
+
+describe("a capability switched off (its settings section's enabled: false)", () => {
+  const all = [imageRegistryPolicy, helloPeprPolicy];
+  const settings = parseSettings({ registries: { enabled: false, allowed: ["ghcr.io"] } });
+  const deps = { settings, cluster: cluster(), policies: all };
+  const fromDockerHub = demoPod(); // image nginx: docker.io, not allowed
+
+  it("the one applicability decision says why it does not act", () => {
+    const ctx = contextFor(fromDockerHub, { settings, cluster: cluster() });
+    expect(applicability(imageRegistryPolicy, ctx)).toBe("disabled");
+    expect(applicability(helloPeprPolicy, ctx)).toBe("applies");
+    const off = contextFor(fromDockerHub, {
+      settings,
+      cluster: cluster({ "admission-guard.dev/mode": "off" }),
+    });
+    expect(applicability(helloPeprPolicy, off)).toBe("mode-off");
+    const system = contextFor(fromDockerHub, {
+      settings,
+      cluster: cluster(),
+      namespace: "kube-system",
+    });
+    expect(applicability(helloPeprPolicy, { ...system, namespaceName: "kube-system" })).toBe(
+      "ignored-namespace",
+    );
+  });
+
+  it("judges nothing, is not counted as allowed, and lists its rules as not evaluated", async () => {
+    const r = await answer(
+      { object: fromDockerHub, operation: "CREATE", dryRun: false },
+      deps,
+      all,
+    );
+    expect(r.allowed).toBe(true);
+    expect(r.violations).toEqual([]);
+    expect(r.judgedBy.map(p => p.name)).toEqual([helloPeprPolicy.name]);
+    expect(r.events.map(e => e.capability)).not.toContain(imageRegistryPolicy.name);
+    expect(r.skipped).toEqual(
+      imageRegistryPolicy.rules.map(rule => ({
+        capability: "image-registry",
+        rule,
+        reason: "image-registry is switched off (settings registries.enabled: false)",
+      })),
+    );
+  });
+
+  it("switched on, the same pod is denied by it (the test above could fail)", async () => {
+    const on = { ...deps, settings: parseSettings({ registries: { allowed: ["ghcr.io"] } }) };
+    const r = await answer({ object: demoPod(), operation: "CREATE", dryRun: false }, on, all);
+    expect(r.allowed).toBe(false);
+    expect(r.judgedBy.map(p => p.name)).toContain("image-registry");
+  });
+
+  it("alone, the object is not handled at all", async () => {
+    const r = await answer(
+      { object: fromDockerHub, operation: "CREATE", dryRun: false },
+      { ...deps, policies: [imageRegistryPolicy] },
+      [imageRegistryPolicy],
+    );
+    expect(r.handled).toBe(false);
+    expect(r.events).toEqual([]);
   });
 });

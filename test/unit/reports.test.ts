@@ -120,35 +120,32 @@ describe("an object's results and a namespace's report", () => {
   const judgedBy = (name: string, rules: string[]): Policy[] => [{ name, description: "", rules }];
 
   it("says fail for what enforce would deny, warn for what only warns, skip for what is waived, error for the module's own", () => {
-    const r = objectResults(
-      pod("p"),
-      NS,
-      {
-        violations: [
-          { capability: "security-context", rule: "privileged", message: "m1", fix: "f1" },
-          {
-            capability: "service-account",
-            rule: "secret-access",
-            message: "m2",
-            fix: "f2",
-            severity: "warn",
+    const r = objectResults(pod("p"), NS, {
+      violations: [
+        { capability: "security-context", rule: "privileged", message: "m1", fix: "f1" },
+        {
+          capability: "service-account",
+          rule: "secret-access",
+          message: "m2",
+          fix: "f2",
+          severity: "warn",
+        },
+        { capability: "labels", rule: "internal-error", message: "m3", fix: "f3" },
+      ],
+      waived: [
+        {
+          violation: {
+            capability: "image-registry",
+            rule: "registry-not-allowed",
+            message: "m4",
+            fix: "f4",
           },
-          { capability: "labels", rule: "internal-error", message: "m3", fix: "f3" },
-        ],
-        waived: [
-          {
-            violation: {
-              capability: "image-registry",
-              rule: "registry-not-allowed",
-              message: "m4",
-              fix: "f4",
-            },
-            exemption: "x/y",
-          },
-        ],
-      },
-      policies.filter(p => ["security-context", "image-registry"].includes(p.name)),
-    );
+          exemption: "x/y",
+        },
+      ],
+      judgedBy: policies.filter(p => ["security-context", "image-registry"].includes(p.name)),
+      skipped: [],
+    });
     expect(r.findings.map(f => `${f.policy}/${f.rule} ${f.result}`)).toEqual([
       "security-context/privileged fail",
       "service-account/secret-access warn",
@@ -383,6 +380,9 @@ describe("the scan", () => {
     expect(resultsOf(report, "skip")).toEqual([
       "a security-context/privileged skip",
       "a security-context/allowPrivilegeEscalation skip",
+      // Not evaluated on a stored pod (it is in the quota's usage already): skip, not pass.
+      "a resource-quota/quota-exceeded skip",
+      "a resource-quota/quota-must-specify skip",
     ]);
     expect(report.results.find(r => r.result === "skip")?.properties?.exemption).toBe(
       "admission-guard-exemptions/trainer",
@@ -481,5 +481,61 @@ describe("the scan", () => {
     fail = false;
     await written(scanner);
     expect(store.stored.get(NS)?.summary.fail).toBeGreaterThan(0);
+  });
+});
+
+describe("skip, never pass, for what was not evaluated", () => {
+  const results = (report: PolicyReport | undefined, name: string, policy: string) =>
+    (report?.results ?? [])
+      .filter(r => r.resources[0].name === name && r.policy === policy)
+      .map(r => `${r.rule} ${r.result}`);
+
+  it("a capability switched off: each of its rules skip, saying so; the others judged", async () => {
+    const settings = parseSettings({ labels: { enabled: false } });
+    const { store, scanner } = setup([], {}, settings);
+    await scanner.observe({
+      ...pod("unlabelled"),
+      metadata: { ...pod("unlabelled").metadata, labels: {} },
+    });
+    await written(scanner);
+    const report = store.stored.get(NS);
+    expect(results(report, "unlabelled", "labels")).toEqual(["require-component skip"]);
+    const skip = report!.results.find(r => r.policy === "labels")!;
+    expect(skip.message).toBe(
+      "not evaluated: labels is switched off (settings labels.enabled: false)",
+    );
+    expect(results(report, "unlabelled", "security-context")).toContain("runAsNonRoot fail");
+  });
+
+  it("a running pod's quota and node fit are not judged again: skip with the reason", async () => {
+    const placed = fixedPod("placed");
+    (placed.spec as Record<string, unknown>).nodeName = "gpu-node-1";
+    const { store, scanner } = setup([
+      {
+        apiVersion: "v1",
+        kind: "ResourceQuota",
+        metadata: { name: "compute", namespace: NS },
+        spec: { hard: { "requests.cpu": "1" } },
+        status: { hard: { "requests.cpu": "1" }, used: { "requests.cpu": "1" } },
+      },
+    ]);
+    await scanner.observe(placed);
+    await written(scanner);
+    const report = store.stored.get(NS);
+    const quota = results(report, "placed", "resource-quota");
+    expect(quota).toEqual(
+      expect.arrayContaining([
+        "quota-exceeded skip",
+        "quota-must-specify skip",
+        "node-fit skip",
+        "invalid-quantity pass",
+      ]),
+    );
+    expect(quota.filter(r => r.endsWith(" pass")).map(r => r.split(" ")[0])).not.toContain(
+      "node-fit",
+    );
+    expect(report!.results.find(r => r.rule === "node-fit")!.message).toBe(
+      "not evaluated: placed by the scheduler on node gpu-node-1",
+    );
   });
 });
