@@ -52,6 +52,9 @@ test("the deploy manifest is accepted by a server-side dry run on a clean contro
     "poddisruptionbudget.policy/pepr-",
     "mutatingwebhookconfiguration.admissionregistration.k8s.io/pepr-",
     "validatingwebhookconfiguration.admissionregistration.k8s.io/pepr-",
+    // scripts/webhook-arming-guard.mjs: the module may change only its webhooks' failurePolicy
+    "validatingadmissionpolicy.admissionregistration.k8s.io/pepr-",
+    "validatingadmissionpolicybinding.admissionregistration.k8s.io/pepr-",
   ];
   for (const kind of kinds)
     expect(

@@ -8,6 +8,7 @@ import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
+import { KubeClient, pathOf } from "./support/kube-client";
 
 const cluster = connect();
 const guard = useModule(cluster);
@@ -51,6 +52,49 @@ test("armed by the running controller, they fail closed and leave the system nam
       expect(w.timeoutSeconds).toBe(10);
       expect(JSON.stringify(w.namespaceSelector)).toContain('"kube-system"');
     }
+  }
+});
+
+test("the module's own ServiceAccount may change its webhooks' failurePolicy, nothing else (ValidatingAdmissionPolicy)", async () => {
+  const { namespace: ns, name } = guard.module!.manifest.serviceAccount;
+  const token = await cluster.admin.create(
+    `/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`,
+    {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: { expirationSeconds: 600 },
+    },
+  );
+  const asModule = new KubeClient(cluster.admin.server, cluster.caPem, {
+    token: (token.body.status as { token: string }).token,
+  });
+  try {
+    for (const config of guard.module!.manifest.webhookConfigurations) {
+      const path = pathOf(config);
+      const stored = (await asModule.get(path)).body;
+      const webhooks = stored.webhooks as {
+        rules: { resources: string[] }[];
+        failurePolicy: string;
+      }[];
+      const patch = (ops: object[]) =>
+        asModule.raw("PATCH", path, ops, "application/json-patch+json");
+      // Widening what it receives (every Secret written): refused, naming the rule.
+      const widened = await patch([
+        { op: "add", path: "/webhooks/0/rules/0/resources/-", value: "secrets" },
+      ]);
+      expect(widened.status).toBe(403);
+      expect(widened.text).toContain("may change only its webhooks' failurePolicy");
+      // Its failure policy (what arming writes): allowed, and set back as it was.
+      for (const policy of ["Ignore", webhooks[0].failurePolicy]) {
+        const set = await patch([
+          { op: "replace", path: "/webhooks/0/failurePolicy", value: policy },
+        ]);
+        expect([set.status, set.text.slice(0, 300)]).toEqual([200, expect.any(String)]);
+      }
+      expect(webhooks[0].rules[0].resources).not.toContain("secrets");
+    }
+  } finally {
+    asModule.close();
   }
 });
 

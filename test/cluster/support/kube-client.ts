@@ -110,4 +110,5 @@ const PLURALS: Record<string, string> = {
   ResourceQuota: "resourcequotas",
   LimitRange: "limitranges",
   Ingress: "ingresses",
+  ValidatingAdmissionPolicy: "validatingadmissionpolicies",
 };

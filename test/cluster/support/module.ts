@@ -34,6 +34,9 @@ const INSTALLED_KINDS = [
   "ClusterRoleBinding",
   "Role",
   "RoleBinding",
+  // What the module's own ServiceAccount may change in its webhook configurations (only arming).
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
 ];
 
 interface Webhook {
