@@ -8,17 +8,12 @@
 // change is an error, as for scripts/webhook-reinvocation.mjs.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
+import { chart, manifest, pepr } from "./build-output.mjs";
 
 const DRAIN_PATH = "/admission-guard/drain"; // lib/webhook-body-limit.ts DRAIN_PATH
 const GRACE_SECONDS = 15;
 const PRE_STOP = { httpGet: { path: DRAIN_PATH, port: 3000, scheme: "HTTPS" } };
 
-const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-const dist = process.argv[2]
-  ? new URL(`file://${process.argv[2].replace(/\/?$/, "/")}`)
-  : new URL("../dist/", import.meta.url);
-const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
-const chart = new URL(`${pepr.uuid}-chart/`, dist);
 const NAME = `pepr-${pepr.uuid}`;
 
 function fail(message) {

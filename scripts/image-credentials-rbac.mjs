@@ -6,12 +6,8 @@
 // setting empty, nothing is added (and a stale chart template is removed).
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { parseAllDocuments, parse as parseYaml, stringify } from "yaml";
+import { dist, manifest, pepr } from "./build-output.mjs";
 
-const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-const dist = process.argv[2]
-  ? new URL(`file://${process.argv[2].replace(/\/?$/, "/")}`)
-  : new URL("../dist/", import.meta.url);
-const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
 const chartTemplate = new URL(`${pepr.uuid}-chart/templates/image-credentials-role.yaml`, dist);
 const NAMESPACE = "pepr-system";
 const NAME = `pepr-${pepr.uuid}-image-credentials`;

@@ -8,14 +8,10 @@
 // (reports and events off) is left alone.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseAllDocuments, parseDocument } from "yaml";
+import { dist, manifest, pepr } from "./build-output.mjs";
 
 export const WATCHER_MEMORY = { request: "640Mi", limit: "1280Mi" };
 
-const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-const dist = process.argv[2]
-  ? new URL(`file://${process.argv[2].replace(/\/?$/, "/")}`)
-  : new URL("../dist/", import.meta.url);
-const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
 const values = new URL(`${pepr.uuid}-chart/values.yaml`, dist);
 
 function fail(message) {

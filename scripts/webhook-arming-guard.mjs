@@ -7,13 +7,8 @@
 // its objects itself, without it (README, "Installing without a lock-out").
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseAllDocuments, stringify } from "yaml";
+import { chart, manifest, pepr } from "./build-output.mjs";
 
-const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-const dist = process.argv[2]
-  ? new URL(`file://${process.argv[2].replace(/\/?$/, "/")}`)
-  : new URL("../dist/", import.meta.url);
-const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
-const chart = new URL(`${pepr.uuid}-chart/`, dist);
 const NAME = `pepr-${pepr.uuid}`;
 const POLICY = `${NAME}-arming-only`;
 

@@ -7,14 +7,10 @@
 // ship a module that silently lost the setting.
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
+import { dist, manifest, pepr } from "./build-output.mjs";
 
 const POLICY = "IfNeeded";
-const { pepr } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-// The build's dist/, or another directory holding the same files (tests).
-const dist = process.argv[2]
-  ? new URL(`file://${process.argv[2].replace(/\/?$/, "/")}`)
-  : new URL("../dist/", import.meta.url);
-const manifest = new URL(`pepr-module-${pepr.uuid}.yaml`, dist);
+// The Helm chart's webhook template, where the same setting goes.
 const chartTemplate = new URL(`${pepr.uuid}-chart/templates/mutation-webhook.yaml`, dist);
 
 function fail(message) {

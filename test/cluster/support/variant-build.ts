@@ -39,5 +39,6 @@ export async function buildVariant(name: string, env: Record<string, string>): P
   await run(process.execPath, [join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs"), dir], env);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "watcher-memory.mjs"), dir], env);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "admission-availability.mjs"), dir], env);
+  await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-arming-guard.mjs"), dir], env);
   return dir;
 }
