@@ -32,10 +32,13 @@ export function toViolation(outcome: CheckOutcome): RuleViolation {
   };
 }
 
+/** The rule of securityContext.rootImages: deny: an image built for root or a named user. */
+export const IMAGE_USER_RULE = "image-user";
+
 export const securityContextPolicy: Policy = {
   name: CAPABILITY,
   switchedBy: "securityContext",
-  rules: RESTRICTED_CHECK_IDS,
+  rules: [...RESTRICTED_CHECK_IDS, IMAGE_USER_RULE],
   description:
     "Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed",
 
@@ -65,8 +68,11 @@ export const securityContextPolicy: Policy = {
       .filter(outcome => !outcome.allowed)
       .map(toViolation)
       .map(v => (debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v));
-    if (!debugging && ctx.operation === "CREATE")
-      findings.warnings = await imageWarnings(target, ctx);
+    if (!debugging && ctx.operation === "CREATE") {
+      const said = await imageFindings(target, ctx);
+      findings.warnings = said.warnings;
+      findings.violations.push(...said.violations);
+    }
     return findings;
   },
 };
@@ -90,22 +96,27 @@ const runAsUserOf = (sc: unknown): number | undefined => {
 
 /**
  * What the image means for the user the pod runs as, said at admission: an image built for root
- * or for a named user runs as a UID it was not built for (its WORKDIR may not be writable); an
- * image that could not be read got the configured UID without anyone knowing its user.
+ * or for a named user runs as a UID it was not built for (its WORKDIR may not be writable): a
+ * warning, or with securityContext.rootImages "deny" a violation; an image that could not be read
+ * got the configured UID without anyone knowing its user: a warning (never a denial by itself).
  */
-async function imageWarnings(target: PodTarget, ctx: RuleContext): Promise<string[]> {
+async function imageFindings(
+  target: PodTarget,
+  ctx: RuleContext,
+): Promise<{ warnings: string[]; violations: RuleViolation[] }> {
+  const said = { warnings: [] as string[], violations: [] as RuleViolation[] };
   const { template } = target;
   // Only where the module chose the user: a pod that names its own asks no registry. A pod says so
   // in its trace, a workload's simulated copy in target.fixed.
   const setByUs =
     target.fixed?.has(`${CAPABILITY}/runAsUser`) ||
     recordedFixes({ metadata: template.metadata }).get(CAPABILITY)?.includes("runAsUser");
-  if (!setByUs || isWindowsPod(template)) return [];
+  if (!setByUs || isWindowsPod(template)) return said;
   const podUid = runAsUserOf((template.spec as unknown as Obj | undefined)?.securityContext);
   const containers = imageContainers(template);
   const users = await imageUsersOf(template, ctx);
   const home = normalizePath(ctx.settings.securityContext.homePath);
-  const warnings: string[] = [];
+  const deny = ctx.settings.securityContext.rootImages === "deny";
   for (const c of containers) {
     const uid = runAsUserOf((c.container as unknown as Obj).securityContext) ?? podUid;
     const user = users.get(c.container);
@@ -116,9 +127,17 @@ async function imageWarnings(target: PodTarget, ctx: RuleContext): Promise<strin
       c.container.name,
       hasHome(c.container, home) ? home : undefined,
     );
-    if (text) warnings.push(formatNote(CAPABILITY, text));
+    if (!text) continue;
+    if (deny && (user.kind === "root" || user.kind === "named")) {
+      const [message, fix] = text.split(". Fix: ");
+      said.violations.push({
+        rule: IMAGE_USER_RULE,
+        message: `${message} (securityContext.rootImages: deny)`,
+        fix: `${fix}; or set spec.securityContext.runAsUser (or the container's) to the user it was built for`,
+      });
+    } else said.warnings.push(formatNote(CAPABILITY, text));
   }
-  return warnings;
+  return said;
 }
 
 function hasHome(container: { env?: { name?: string; value?: string }[] }, home: string): boolean {

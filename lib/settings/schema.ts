@@ -68,6 +68,12 @@ export const SettingsSchema = z
         readOnlyRootFilesystem: z.enum(READ_ONLY_ROOT).default("off"),
         /** Paths that get an emptyDir when the root filesystem is made read-only. */
         writablePaths: z.array(absolutePath).default(["/tmp"]),
+        /**
+         * An image built to run as root or as a named user, whose pod leaves the user to the fix:
+         * "warn" (it runs as runAsUser, and the warning names its WORKDIR and the fix) or "deny"
+         * (rule image-user: rebuild with a numeric USER, or set runAsUser yourself).
+         */
+        rootImages: z.enum(["warn", "deny"]).default("warn"),
       })
       .prefault({}),
     webhooks: z

@@ -398,3 +398,52 @@ describe("through the engine (webhook and check alike)", () => {
     expect(cluster.asked).toEqual([]);
   });
 });
+
+describe("securityContext.rootImages: deny", () => {
+  const ns: KubeObject = { kind: "Namespace", metadata: { name: "ml" } };
+  const images = {
+    "docker.io/library/root:1": known("", { workingDir: "/workspace" }),
+    "docker.io/library/named:1": known("ml"),
+    "docker.io/library/numeric:1": known("1001"),
+  };
+  const judge = (
+    image: string,
+    settings = parseSettings({ securityContext: { rootImages: "deny" } }),
+    extra: Obj = {},
+  ) =>
+    review(policies, onePod({ image }, extra) as KubeObject, {
+      settings,
+      cluster: new WithImages([ns], images),
+    });
+
+  it("an image built for root is denied, naming its WORKDIR, the rule and both ways out", async () => {
+    const r = await judge("root:1");
+    expect(r.allowed).toBe(false);
+    const v = r.violations.find(x => x.rule === "image-user")!;
+    expect(v.capability).toBe("security-context");
+    expect(v.message).toBe(
+      'image "root:1" (container "main") is built to run as root; it runs as UID 1000 here, with HOME=/home/workload on an emptyDir; its WORKDIR /workspace was made by the image\'s build user, so writing there may fail (securityContext.rootImages: deny)',
+    );
+    expect(v.fix).toContain("build the image with a numeric USER (e.g. USER 1000)");
+    expect(v.fix).toContain("or set spec.securityContext.runAsUser");
+  });
+
+  it("a named user is denied too; a numeric one and one that could not be read are not", async () => {
+    expect((await judge("named:1")).violations.map(v => v.rule)).toContain("image-user");
+    expect((await judge("numeric:1")).allowed).toBe(true);
+    const unread = await judge("elsewhere:1");
+    expect(unread.allowed).toBe(true);
+    expect(unread.warnings).toContainEqual(expect.stringContaining("was not inspected"));
+  });
+
+  it("the pod that chose its own user is its author's call: no denial", async () => {
+    const r = await judge("root:1", undefined, { securityContext: { runAsUser: 1000 } });
+    expect(r.violations.map(v => v.rule)).not.toContain("image-user");
+  });
+
+  it("by default (warn) the same pod is admitted with the warning", async () => {
+    const r = await judge("root:1", defaultSettings());
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toContainEqual(expect.stringContaining("is built to run as root"));
+  });
+});
