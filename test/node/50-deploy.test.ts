@@ -5,7 +5,7 @@
 // (kube-proxy), the pods reach the API server through the kubernetes Service. Deleting the
 // manifest leaves a cluster where pods are created normally.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
@@ -15,7 +15,18 @@ import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace } from "../cluster/support/cluster";
 import { readModuleManifest } from "../cluster/support/module";
 import { buildControllerImage } from "./support/controller-image";
-import { serverContainer, table } from "./support/workloads";
+import { removeNamespaces, serverContainer, table } from "./support/workloads";
+import { runCheck } from "../support/check-command";
+
+/** One line of `check -o json`, as far as this file reads it. */
+interface CheckVerdict {
+  source: { file: string };
+  kind: string;
+  name: string;
+  handled: boolean;
+  allowed: boolean;
+  violations: { capability: string; message: string; fix: string; severity: string }[];
+}
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
@@ -217,6 +228,90 @@ test("a pod is fixed by the in-cluster controller, called through its Service, a
     500,
   );
 }, 120_000);
+
+test("the seeds through the in-cluster controller: the verdicts `check` gives on a snapshot of this cluster", async () => {
+  // The seeds' namespaces as their field reports describe them (test/node/20-seeds sets the same).
+  await applyObjects(cluster, [
+    namespace("llama-index"),
+    namespace("mlflow-prod"),
+    namespace("gpt4-canary", {
+      "pod-security.kubernetes.io/enforce": "restricted",
+      "admission-guard.dev/require-component": "gpt4",
+    }),
+    {
+      apiVersion: "v1",
+      kind: "ResourceQuota",
+      metadata: { name: "compute-resources", namespace: "mlflow-prod" },
+      spec: { hard: { "limits.cpu": "2", "limits.memory": "4Gi" } },
+    } as KubeObject,
+  ]);
+  // The quota as the controller manager has counted it, in the snapshot and in the module's cache.
+  await eventually(async () => {
+    const q = await cluster.admin.get(
+      "/api/v1/namespaces/mlflow-prod/resourcequotas/compute-resources",
+    );
+    expect((q.body.status as { used?: object } | undefined)?.used).toBeDefined();
+  }, 30_000);
+  const dir = mkdtempSync(join(cluster.dir, "seeds-"));
+  try {
+    const exported = await kubectl(cluster, [
+      "get",
+      "ns,resourcequota,limitrange,nodes,serviceaccounts,roles,rolebindings,clusterroles,clusterrolebindings",
+      "-A",
+      "-o",
+      "yaml",
+    ]);
+    expect(exported.code).toBe(0);
+    writeFileSync(join(dir, "cluster.yaml"), exported.stdout);
+    const seeds = ["llamaindex-trainer.yaml", "mlflow-train.yaml", "gpt4-canary.yaml"];
+    const check = await runCheck(
+      [
+        "--cluster",
+        "cluster.yaml",
+        "-o",
+        "json",
+        ...seeds.map(f => join(REPO_ROOT, "examples", f)),
+      ],
+      dir,
+    );
+    const verdicts = check.stdout
+      .trim()
+      .split("\n")
+      .map(l => JSON.parse(l) as CheckVerdict)
+      .filter(v => v.handled);
+    expect(verdicts.map(v => `${v.kind} ${v.name} ${v.allowed}`)).toEqual([
+      "Pod llamaindex-trainer false",
+      "Pod mlflow-train false",
+      "Pod test-gpt4 true",
+      "Deployment gpt4-canary true",
+    ]);
+    for (const seed of seeds) {
+      const applied = await eventually(async () => {
+        const r = await kubectl(cluster, [
+          "apply",
+          "--dry-run=server",
+          "-f",
+          join(REPO_ROOT, "examples", seed),
+        ]);
+        // The controller's node and quota caches fill at its start; a verdict needs them.
+        if (/has not synced yet/.test(r.stderr)) throw new Error(r.stderr);
+        return r;
+      }, 30_000);
+      const ofSeed = verdicts.filter(v => v.source.file.endsWith(seed));
+      expect([seed, applied.code === 0]).toEqual([seed, ofSeed.every(v => v.allowed)]);
+      for (const v of ofSeed) {
+        for (const violation of v.violations.filter(x => x.severity === "deny")) {
+          expect(applied.stderr).toContain(`admission-guard/${violation.capability}`);
+          expect(applied.stderr).toContain(violation.message);
+          expect(applied.stderr).toContain(violation.fix);
+        }
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await removeNamespaces(cluster, ["llama-index", "mlflow-prod", "gpt4-canary"]);
+  }
+}, 180_000);
 
 /**
  * Pod creations at `perSecond` (server-side dry runs: every webhook is called, nothing is stored)
