@@ -93,7 +93,7 @@ test("restarted under a load of requests: none judged with the wrong mode (warn,
   const restartedAt = api.requests.length;
   // A restart: the new process's first namespace list is held, for longer than a start on a busy
   // machine takes, so that its first requests come before the list.
-  api.holdLists("namespaces", 20_000);
+  api.holdLists("namespaces", 60_000); // longer than a start (30 s at most) and the lanes after it
   await controller.stop();
   controller = await startController({ api });
   await eventually(
