@@ -7,6 +7,8 @@ import type {
   V1PodSpec,
 } from "@kubernetes/client-node";
 import { isRecord } from "./record";
+import type { WorkloadKindSpec } from "./workload-kinds/kind-spec";
+import { workloadKindOf } from "./workload-kinds/roles";
 
 /** The minimum every object we look at has. Everything may be missing: input is untrusted. */
 export interface KubeObject {
@@ -51,8 +53,23 @@ export function isPod(obj: KubeObject): boolean {
   return obj.kind === "Pod";
 }
 
-export function isWorkload(obj: KubeObject): boolean {
-  return (WORKLOAD_KINDS as readonly string[]).includes(obj.kind ?? "");
+/** The API groups of the built-in kinds (a Volcano `Job` is not a batch Job). */
+const BUILT_IN_GROUPS = new Set(["", "apps", "batch", "extensions"]);
+
+/** A Deployment, StatefulSet, ... of Kubernetes itself (an object without apiVersion counts as one). */
+export function isBuiltInWorkload(obj: KubeObject): boolean {
+  if (!(WORKLOAD_KINDS as readonly string[]).includes(obj?.kind ?? "")) return false;
+  const apiVersion = obj.apiVersion;
+  if (typeof apiVersion !== "string") return true;
+  return BUILT_IN_GROUPS.has(apiVersion.includes("/") ? apiVersion.split("/")[0] : "");
+}
+
+/**
+ * A workload: a built-in one (its template at spec.template), or one of the ML kinds and the
+ * platform's own (`platformKinds`, setting workloads.kinds), whose templates are elsewhere.
+ */
+export function isWorkload(obj: KubeObject, platformKinds?: readonly WorkloadKindSpec[]): boolean {
+  return isBuiltInWorkload(obj) || !!workloadKindOf(obj, platformKinds);
 }
 
 /** Whether a controller made this object (a Deployment's ReplicaSet, a CronJob's Job). */
@@ -76,13 +93,12 @@ export function podTemplateOf(obj: KubeObject): PodTemplateRef | undefined {
       path: "",
     };
   }
+  if (!isBuiltInWorkload(obj)) return undefined;
   let holder: unknown = obj.spec;
   let path = "spec";
   if (obj.kind === "CronJob") {
     holder = isRecord(holder) && isRecord(holder.jobTemplate) ? holder.jobTemplate.spec : undefined;
     path = "spec.jobTemplate.spec";
-  } else if (!(TEMPLATE_KINDS as readonly string[]).includes(obj.kind ?? "")) {
-    return undefined;
   }
   if (!isRecord(holder) || !isRecord(holder.template)) return undefined;
   const template = holder.template;

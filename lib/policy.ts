@@ -4,6 +4,7 @@ import type { ClusterView, NamespaceInfo } from "./cluster";
 import type { KubeObject, PodTemplateRef } from "./pod";
 import type { Settings } from "./settings";
 import type { Change, Skip, Violation } from "./verdict";
+import type { PodRole } from "./workload-kinds/roles";
 
 /** A change as a rule returns it: the engine stamps the capability (the policy's name) on it. */
 export type RuleChange = Omit<Change, "capability">;
@@ -68,6 +69,12 @@ export interface PodTarget {
    * in its trace annotation, which a copy never gets).
    */
   fixed?: ReadonlySet<string>;
+  /**
+   * One role of a workload with several pod templates (a PyTorchJob's Worker, a RayCluster's
+   * head): its name and how many pods it makes. What concerns the whole gang (quota) is judged
+   * once, by checkGang; check judges each role's template on its own.
+   */
+  role?: PodRole;
 }
 
 export interface Policy {
@@ -89,6 +96,16 @@ export interface Policy {
   check?(
     object: KubeObject,
     target: PodTarget | undefined,
+    ctx: RuleContext,
+  ): RuleFindings | Promise<RuleFindings>;
+  /**
+   * Check a workload with several pod templates as a whole (every role, each fixed as its pods
+   * will be): what a gang asks at once, such as quota. Called once per object, after check has
+   * judged each role.
+   */
+  checkGang?(
+    object: KubeObject,
+    roles: PodTarget[],
     ctx: RuleContext,
   ): RuleFindings | Promise<RuleFindings>;
   /**

@@ -7,6 +7,7 @@
 // Cluster data comes through ctx.cluster (watched caches in the webhook, a snapshot for `check`).
 // No data is not a violation: a check that cannot be made is skipped with a warning, unless
 // settings.resourceQuota.onUnavailable is "deny". See docs/resource-quota.md.
+import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import type { V1PodSpec } from "@kubernetes/client-node";
 import {
   describeObject,
@@ -16,7 +17,16 @@ import {
   type PodTemplateRef,
 } from "../../lib/pod";
 import { formatNote } from "../../lib/verdict";
-import { noFindings, type Policy, type RuleContext, type RuleFindings } from "../../lib/policy";
+import {
+  noFindings,
+  type PodTarget,
+  type Policy,
+  type RuleContext,
+  type RuleFindings,
+} from "../../lib/policy";
+import { workloadTargets } from "../../lib/workload-kinds/targets";
+import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
+import { checkGangQuotas, type GangRole } from "./gang";
 import { checkNodeFit } from "./node-fit";
 import { CAPABILITY, checkQuotas, type QuotaDemand } from "./quota";
 import {
@@ -81,6 +91,12 @@ function previous(ctx: RuleContext, defaults: LimitRangeDefaults) {
   return { pod, spec: template.spec, pods: podCount(old)?.pods ?? 0 };
 }
 
+const invalidQuantity = (subject: string, errors: string[]) => ({
+  rule: "invalid-quantity",
+  message: `${subject} has resource values that are not Kubernetes quantities: ${errors.join("; ")}`,
+  fix: `write each value as a quantity, e.g. cpu "500m" or "2", memory "512Mi" or "8Gi"`,
+});
+
 function checkResources(
   object: KubeObject,
   template: PodTemplateRef,
@@ -94,11 +110,7 @@ function checkResources(
   const defaults = limitRangeDefaults(namespace ? ctx.cluster.limitRanges(namespace) : undefined);
   const pod = podResources(template, defaults);
   if (pod.errors.length) {
-    findings.violations.push({
-      rule: "invalid-quantity",
-      message: `${subject} has resource values that are not Kubernetes quantities: ${pod.errors.join("; ")}`,
-      fix: `write each value as a quantity, e.g. cpu "500m" or "2", memory "512Mi" or "8Gi"`,
-    });
+    findings.violations.push(invalidQuantity(subject, pod.errors));
     return findings;
   }
   const count = podCount(object);
@@ -160,6 +172,113 @@ function checkResources(
   return findings;
 }
 
+/**
+ * One role of a gang (a PyTorchJob's Worker): its quantities and whether one of its pods fits a
+ * node. Quota is the gang's, judged once by checkGang.
+ */
+function checkRole(object: KubeObject, target: PodTarget, ctx: RuleContext): RuleFindings {
+  const findings = noFindings();
+  const role = target.role!;
+  const subject = `${describeObject(object)} (role ${role.name})`;
+  const namespace = ctx.namespaceName;
+  const defaults = limitRangeDefaults(namespace ? ctx.cluster.limitRanges(namespace) : undefined);
+  const pod = podResources(target.template, defaults);
+  if (pod.errors.length) {
+    findings.violations.push(invalidQuantity(subject, pod.errors));
+    return findings;
+  }
+  if (!ctx.settings.resourceQuota.nodeFit) {
+    findings.skipped = [{ rule: "node-fit", reason: "resourceQuota.nodeFit is off" }];
+    return findings;
+  }
+  if (role.pods === 0) return findings;
+  const nodes = ctx.cluster.nodes();
+  if (!nodes) unavailable(findings, ctx, subject, "node fit", "Nodes");
+  else {
+    const result = checkNodeFit(nodes, {
+      subject,
+      spec: target.template.spec,
+      pod,
+      daemonSet: false,
+    });
+    findings.violations.push(...result.violations);
+    findings.warnings.push(...result.warnings);
+  }
+  return findings;
+}
+
+/** The roles as the quota sees them; undefined when a role's quantities do not parse (checkRole says so). */
+function gangRoles(targets: PodTarget[], defaults: LimitRangeDefaults): GangRole[] | undefined {
+  const roles: GangRole[] = [];
+  for (const t of targets) {
+    if (!t.role) continue;
+    const pod = podResources(t.template, defaults);
+    if (pod.errors.length) return undefined;
+    roles.push({
+      name: t.role.name,
+      spec: t.template.spec,
+      pod,
+      bestEffort: isBestEffort(pod, t.template.spec),
+      pods: t.role.pods,
+      field: t.role.field,
+      atMost: t.role.atMost,
+    });
+  }
+  return roles;
+}
+
+/** Why Kueue holds the workload back, or undefined. */
+function queuedBy(object: KubeObject, ctx: RuleContext): string | undefined {
+  const queue = object.metadata?.labels?.[KUEUE_QUEUE_LABEL];
+  if (queue) return `it is queued by Kueue (${KUEUE_QUEUE_LABEL}=${queue})`;
+  const kind = workloadKindOf(object, kindsInForce(ctx.settings.workloads));
+  if (kind && isSuspended(object, kind)) return `it is suspended (${kind.suspend}: true)`;
+  return undefined;
+}
+
+const KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name";
+
+/** The whole gang against the namespace quota: every role × its pods, at once. */
+function checkGang(object: KubeObject, targets: PodTarget[], ctx: RuleContext): RuleFindings {
+  const findings = noFindings();
+  const namespace = ctx.namespaceName;
+  if (!namespace) return findings;
+  if (ctx.scan) {
+    findings.skipped = QUOTA_RULES.map(rule => ({
+      rule,
+      reason: "a stored object is counted in its namespace's quota usage already",
+    }));
+    return findings;
+  }
+  const defaults = limitRangeDefaults(ctx.cluster.limitRanges(namespace));
+  const roles = gangRoles(targets, defaults);
+  if (!roles) return findings;
+  const subject = describeObject(object);
+  const quotas = ctx.cluster.resourceQuotas(namespace);
+  if (!quotas) {
+    unavailable(findings, ctx, subject, "quota", "ResourceQuotas");
+    return findings;
+  }
+  if (!quotas.length) return findings;
+  const old =
+    ctx.operation === "UPDATE" && ctx.oldObject
+      ? gangRoles(
+          workloadTargets(structuredClone(ctx.oldObject), kindsInForce(ctx.settings.workloads)),
+          defaults,
+        )
+      : undefined;
+  const result = checkGangQuotas(quotas, {
+    subject,
+    namespace,
+    roles,
+    old,
+    queued: queuedBy(object, ctx),
+  });
+  findings.violations.push(...result.violations);
+  findings.warnings.push(...result.warnings);
+  return findings;
+}
+
 /** The rules a quota decides; not evaluated on a stored object (the scan). */
 const QUOTA_RULES = ["quota-exceeded", "quota-must-specify"];
 
@@ -185,6 +304,12 @@ export const resourceQuotaPolicy: Policy = {
     // Pods: on CREATE (resizing a running pod is the kubelet's business). Workloads: CREATE and UPDATE.
     if (isPod(object) ? ctx.operation !== "CREATE" : !["CREATE", "UPDATE"].includes(ctx.operation))
       return noFindings();
+    if (target.role) return checkRole(object, target, ctx);
     return checkResources(object, target.template, ctx);
+  },
+  checkGang(object, targets, ctx) {
+    if (!ctx.settings.resourceQuota.enabled || !["CREATE", "UPDATE"].includes(ctx.operation))
+      return noFindings();
+    return checkGang(object, targets, ctx);
   },
 };

@@ -102,6 +102,15 @@ function scopeMatches(selector: ScopeSelector, spec: V1PodSpec, bestEffort: bool
   }
 }
 
+/** Whether a quota's scopes match pods of this spec (a quota that does not match never counts them). */
+export function quotaMatches(
+  quota: V1ResourceQuota,
+  spec: V1PodSpec,
+  bestEffort: boolean,
+): boolean {
+  return scopeSelectors(quota).every(s => scopeMatches(s, spec, bestEffort));
+}
+
 function scopeSelectors(quota: V1ResourceQuota): ScopeSelector[] {
   const spec = isRecord(quota.spec) ? quota.spec : {};
   const scopes = Array.isArray(spec.scopes) ? spec.scopes : [];
@@ -116,11 +125,11 @@ function scopeSelectors(quota: V1ResourceQuota): ScopeSelector[] {
 }
 
 /** A quota's ResourceList, undefined when absent. A stored quota always parses; a broken entry of a hand-written snapshot is left out. */
-const parseResourceList = (raw: unknown): ResourceList | undefined =>
+export const parseResourceList = (raw: unknown): ResourceList | undefined =>
   isRecord(raw) ? parseList(raw) : undefined;
 
 /** The quota's limits as the plugin reads them: status.hard (set by the quota controller), else spec.hard. */
-function hardOf(quota: V1ResourceQuota): ResourceList {
+export function hardOf(quota: V1ResourceQuota): ResourceList {
   const status = parseResourceList(quota.status?.hard);
   return status && status.size ? status : (parseResourceList(quota.spec?.hard) ?? new Map());
 }
@@ -133,6 +142,10 @@ interface Shortfall {
   used?: Quantity;
 }
 
+/** The quotas in name order: the order messages list them in, whatever order the cache holds. */
+export const byName = (quotas: V1ResourceQuota[]): V1ResourceQuota[] =>
+  [...quotas].sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
+
 /** Checks every matching quota; returns violations (one per quota) and notes. */
 export function checkQuotas(
   quotas: V1ResourceQuota[],
@@ -140,11 +153,8 @@ export function checkQuotas(
 ): { violations: RuleViolation[]; warnings: string[] } {
   const violations: RuleViolation[] = [];
   const warnings: string[] = [];
-  const sorted = [...quotas].sort((a, b) =>
-    (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""),
-  );
   const usage = quotaUsage(demand.pod.requests, demand.pod.limits);
-  for (const quota of sorted) {
+  for (const quota of byName(quotas)) {
     const name = quota.metadata?.name ?? "(unnamed)";
     const hard = hardOf(quota);
     const tracked = [...hard.keys()].filter(isPodQuotaResource).sort(); // sorted, as Kubernetes prints them
@@ -199,7 +209,10 @@ function needOf(demand: QuotaDemand, resource: string, perPod: Quantity): bigint
 }
 
 /** Containers that lack a cpu/memory field a matching quota tracks: resource → container refs. */
-function mustSpecify(demand: QuotaDemand, tracked: string[]): Map<string, string[]> | undefined {
+export function mustSpecify(
+  demand: QuotaDemand,
+  tracked: string[],
+): Map<string, string[]> | undefined {
   const required = tracked.filter(r => MUST_SPECIFY.has(r));
   if (!required.length || demand.count.pods === 0) return undefined;
   const missing = new Map<string, string[]>();
@@ -213,7 +226,7 @@ function mustSpecify(demand: QuotaDemand, tracked: string[]): Map<string, string
   return missing.size ? missing : undefined;
 }
 
-function mustSpecifyViolation(
+export function mustSpecifyViolation(
   demand: QuotaDemand,
   quota: string,
   tracked: string[],

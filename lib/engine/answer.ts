@@ -1,7 +1,8 @@
 // The validating webhook's answer: the findings decided in the namespace's mode, Exemptions
 // applied, the warnings a user reads, and the decisions to count.
+import { kindsInForce } from "../workload-kinds/in-force";
 import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
-import { isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
+import { isPod, isWorkload, type KubeObject } from "../pod";
 import type { Policy } from "../policy";
 import type { Mode } from "../settings";
 import {
@@ -24,6 +25,8 @@ import { fixedNotes, recordedFixes } from "./fix-trace";
 import { templateIsFixed } from "./fixes";
 import { validateAll } from "./validation";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
+import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { workloadTargets } from "../workload-kinds/targets";
 
 export interface Decision {
   allowed: boolean;
@@ -64,8 +67,12 @@ export function pendingWarnings(changes: Change[], kind: string): string[] {
 }
 
 /** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
-export function judgesObject(policy: Policy, obj: KubeObject): boolean {
-  return isPod(obj) || isWorkload(obj)
+export function judgesObject(
+  policy: Policy,
+  obj: KubeObject,
+  platformKinds?: readonly WorkloadKindSpec[],
+): boolean {
+  return isPod(obj) || isWorkload(obj, platformKinds)
     ? !policy.onlyExtraKinds
     : !!policy.extraKinds?.includes(obj?.kind ?? "");
 }
@@ -88,7 +95,8 @@ export async function answer(
     : modeOf(ctx);
   // A policy acts on this object when it applies here and judges its kind (the Exemptions' policy,
   // which holds in every mode, never makes a Pod in a namespace that is off "handled").
-  const judging = acting.filter(p => judgesObject(p, obj));
+  const kinds = kindsInForce(deps.settings.workloads);
+  const judging = acting.filter(p => judgesObject(p, obj, kinds));
   const active = judging.filter(p => policyApplies(p, ctx));
   const none: Answer = {
     handled: false,
@@ -122,13 +130,16 @@ export async function answer(
   const wayOut = decision.allowed ? undefined : exemptionPath(standing, deps.settings, waivable);
   if (wayOut) decision.denials.push(wayOut);
   const warnings = [...decision.warnings];
-  const pending = isWorkload(obj) ? findings.changes : [];
+  const pending = isWorkload(obj, kinds) ? findings.changes : [];
   if (mode !== "audit") {
     if (isPod(obj) && ctx.operation === "CREATE")
       warnings.push(...fixedNotes(recordedFixes(obj), active));
-    const template = podTemplateOf(obj);
-    if (template && templateIsFixed(obj, deps.settings))
-      warnings.push(...fixedNotes(recordedFixes({ metadata: template.metadata }), active));
+    if (templateIsFixed(obj, deps.settings)) {
+      const notes = workloadTargets(obj, kinds).flatMap(t =>
+        fixedNotes(recordedFixes({ metadata: t.template.metadata }), active),
+      );
+      warnings.push(...new Set(notes));
+    }
     warnings.push(...pendingWarnings(pending, String(obj.kind)));
   }
   const outcome = decision.allowed ? `allowed-${mode}` : "denied";

@@ -1,4 +1,5 @@
 // The mutating webhook's step: the acting policies' fixes on a Pod, or on a workload's own template.
+import { kindsInForce } from "../workload-kinds/in-force";
 import { wholeCapabilitiesWaived, type ApplicableExemptions } from "../exemptions";
 import { hasController, isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
 import type { Policy, PodTarget, RuleContext } from "../policy";
@@ -8,6 +9,7 @@ import { contextOf, exemptionsFor, policyApplies } from "./context";
 import { fixFailureViolation, reasonOf, stamped, type FixFailure } from "./findings";
 import { recordFixes, recordFixFailures } from "./fix-trace";
 import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
+import { workloadTargets } from "../workload-kinds/targets";
 
 /**
  * Runs the policies' fixes on a pod spec in place. A fix that throws is recorded, never rethrown.
@@ -35,7 +37,11 @@ export async function runFixes(
 
 /** Whether a workload's own template is fixed when it is applied (see mutate). */
 export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
-  return settings.workloads.mutate && isWorkload(workload) && !hasController(workload);
+  return (
+    settings.workloads.mutate &&
+    isWorkload(workload, kindsInForce(settings.workloads)) &&
+    !hasController(workload)
+  );
 }
 
 /**
@@ -62,10 +68,16 @@ export async function mutate(
     result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
     recordFixes(obj, result.changes);
     recordFixFailures(obj, result.failures);
-  } else if (template && templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
-    const target = { object: obj, template, isTemplate: true, applied: true };
-    result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
-    recordFixes({ metadata: template.metadata }, result.changes);
+  } else if (templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
+    // Every pod template of the workload (one, or one per role of an ML kind), each with its trace.
+    const exemptions = exemptionsFor(obj, ctx);
+    const targets = workloadTargets(obj, kindsInForce(deps.settings.workloads), { applied: true });
+    for (const target of targets) {
+      const fixed = await runFixes(acting, target, ctx, exemptions);
+      recordFixes({ metadata: target.template.metadata }, fixed.changes);
+      result.changes.push(...fixed.changes);
+      result.failures.push(...fixed.failures);
+    }
   }
   const events = result.changes.map(c => ({
     capability: c.capability,

@@ -1,7 +1,9 @@
 // The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
 // action by action.
+import { kindsInForce } from "../workload-kinds/in-force";
 import { isPod, isWorkload, type KubeObject } from "../pod";
 import type { Policy } from "../policy";
+import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import type { Mode } from "../settings";
 import type { Change, Skip, Violation } from "../verdict";
 import { answer } from "./answer";
@@ -13,17 +15,25 @@ import type { AdmissionInput, Answer, ContextInput, EngineDeps } from "./types";
  * The mutating actions Pepr runs on an object, in order, each with the policies it acts for
  * (capabilities/index.ts): each area's own fix on a Pod; every area's fixes on a workload template.
  */
-function mutatorsFor(policies: Policy[], obj: KubeObject): Policy[][] {
+function mutatorsFor(
+  policies: Policy[],
+  obj: KubeObject,
+  kinds: readonly WorkloadKindSpec[],
+): Policy[][] {
   if (isPod(obj)) return policies.filter(p => p.fix).map(p => [p]);
-  return isWorkload(obj) ? [policies] : [];
+  return isWorkload(obj, kinds) ? [policies] : [];
 }
 
 /**
  * The validating actions Pepr runs on an object: one shared action with every policy on a Pod or
  * a workload (capabilities/pods, capabilities/workloads); each area's own on its extra kinds.
  */
-function validatorsFor(policies: Policy[], obj: KubeObject): Policy[][] {
-  if (isPod(obj) || isWorkload(obj)) return [policies];
+function validatorsFor(
+  policies: Policy[],
+  obj: KubeObject,
+  kinds: readonly WorkloadKindSpec[],
+): Policy[][] {
+  if (isPod(obj) || isWorkload(obj, kinds)) return [policies];
   return policies.filter(p => p.extraKinds?.includes(obj?.kind ?? "")).map(p => [p]);
 }
 
@@ -81,17 +91,20 @@ export async function review(
   };
 
   const changes: Change[] = [];
-  for (const acting of mutatorsFor(policies, object))
+  const kinds = kindsInForce(deps.settings.workloads);
+  for (const acting of mutatorsFor(policies, object, kinds))
     changes.push(...(await mutate(request, deps, acting)).changes);
   const answers: Answer[] = [];
-  for (const acting of validatorsFor(policies, object))
+  for (const acting of validatorsFor(policies, object, kinds))
     answers.push(await answer(request, deps, acting));
 
   const handled = answers.some(a => a.handled);
   // A workload not mutated is shown as its pods will be: the copy its validation was judged on.
   const predicted = answers.find(a => a.predicted)?.predicted;
   const result =
-    isWorkload(input) && !templateIsFixed(input, deps.settings) ? (predicted ?? input) : object;
+    isWorkload(input, kinds) && !templateIsFixed(input, deps.settings)
+      ? (predicted ?? input)
+      : object;
   return {
     ...base,
     allowed: answers.every(a => a.allowed),

@@ -1,5 +1,6 @@
 // The validating step's findings: which objects are judged at all (the one gate), each acting
 // policy's checks, and an UPDATE judged on what it changes.
+import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
 import {
   containersChanged,
@@ -52,7 +53,7 @@ async function validate(
         const target = { object: obj, template, isTemplate: false };
         mergeFindings(findings, stampFindings(policy, await policy.check(obj, target, ctx)));
       }
-    } else if (isWorkload(obj)) {
+    } else if (isWorkload(obj, kindsInForce(ctx.settings.workloads))) {
       if (!simulation) {
         if (speaksFirst(policy, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no pod template"));
@@ -61,8 +62,18 @@ async function validate(
         for (const f of simulation.failures)
           if (f.capability === policy.name) findings.violations.push(fixFailureViolation(f));
         if (policy.check && !policy.onlyExtraKinds) {
-          const found = await policy.check(simulation.copy, simulation.target, ctx);
-          mergeFindings(findings, stampFindings(policy, found));
+          const judged = emptyFindings();
+          for (const target of simulation.targets)
+            mergeFindings(
+              judged,
+              stampFindings(policy, await policy.check(simulation.copy, target, ctx)),
+            );
+          // A gang: what its roles ask together.
+          if (policy.checkGang && simulation.targets[0]?.role) {
+            const found = await policy.checkGang(simulation.copy, simulation.targets, ctx);
+            mergeFindings(judged, stampFindings(policy, found));
+          }
+          mergeFindings(findings, withoutRepeats(judged));
         }
       }
     } else if (policy.check && policy.extraKinds?.includes(obj.kind ?? "")) {
@@ -72,6 +83,22 @@ async function validate(
     findings.violations.push(internalError(policy.name, "check", reasonOf(e)));
   }
   return findings;
+}
+
+/** Findings of several roles judged alike, each said once (two roles with the same image, say). */
+function withoutRepeats(findings: Findings): Findings {
+  const seen = new Set<string>();
+  const once = <T>(list: T[]) =>
+    list.filter(x => {
+      const key = JSON.stringify(x);
+      return seen.has(key) ? false : (seen.add(key), true);
+    });
+  return {
+    changes: once(findings.changes),
+    violations: once(findings.violations),
+    warnings: once(findings.warnings),
+    skipped: once(findings.skipped),
+  };
 }
 
 /**
@@ -87,13 +114,14 @@ async function validate(
  */
 export function needsJudging(
   obj: KubeObject,
-  ctx: Pick<RuleContext, "operation" | "oldObject">,
+  ctx: Pick<RuleContext, "operation" | "oldObject"> & { settings?: RuleContext["settings"] },
 ): boolean {
-  if (isWorkload(obj) && hasController(obj)) return false;
+  const kinds = ctx.settings && kindsInForce(ctx.settings.workloads);
+  if (isWorkload(obj, kinds) && hasController(obj)) return false;
   if (ctx.operation !== "UPDATE" || !ctx.oldObject) return true;
   if (isBeingDeleted(obj)) return false;
   if (isPod(obj) && isPod(ctx.oldObject)) return containersChanged(obj, ctx.oldObject);
-  if (isWorkload(obj)) return workloadSpecChanged(obj, ctx.oldObject);
+  if (isWorkload(obj, kinds)) return workloadSpecChanged(obj, ctx.oldObject);
   return true;
 }
 
@@ -115,7 +143,9 @@ export async function validateAll(
 ): Promise<Validation> {
   if (!needsJudging(obj, ctx)) return { findings: emptyFindings() };
   const old = ctx.oldObject;
-  const comparable = old && (isPod(obj) ? isPod(old) : isWorkload(obj) && isWorkload(old));
+  const kinds = kindsInForce(ctx.settings.workloads);
+  const comparable =
+    old && (isPod(obj) ? isPod(old) : isWorkload(obj, kinds) && isWorkload(old, kinds));
   if (ctx.operation !== "UPDATE" || !comparable)
     return validateEach(acting, obj, ctx, allPolicies, exemptions);
   const [now, before] = await Promise.all([
@@ -143,7 +173,7 @@ async function validateEach(
   exemptions: ApplicableExemptions,
 ): Promise<Validation> {
   // A workload's template is fixed once, with every policy, for all the acting ones.
-  const simulation = isWorkload(obj)
+  const simulation = isWorkload(obj, kindsInForce(ctx.settings.workloads))
     ? await simulateWorkload(allPolicies, obj, ctx, exemptions)
     : undefined;
   const findings = emptyFindings();

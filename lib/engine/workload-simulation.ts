@@ -1,32 +1,53 @@
-// A workload is judged as its pods will be: on a copy of it whose pod template has had every
+// A workload is judged as its pods will be: on a copy of it whose pod templates have had every
 // policy's fix applied.
+import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
-import { podTemplateOf, type KubeObject } from "../pod";
+import type { KubeObject } from "../pod";
 import type { Policy, PodTarget, RuleContext } from "../policy";
 import type { Change } from "../verdict";
+import { workloadKindOf } from "../workload-kinds/roles";
+import { workloadTargets } from "../workload-kinds/targets";
 import type { FixFailure } from "./findings";
 import { runFixes } from "./fixes";
 
 export interface Simulation {
   copy: KubeObject;
-  target: PodTarget;
+  /** Its pod templates, fixed: one for a built-in workload, one per role for the ML kinds. */
+  targets: PodTarget[];
   changes: Change[];
   failures: FixFailure[];
 }
 
-/** A copy of a workload whose pod template has had every policy's fix applied: its pods as they will run. */
+/** A copy of a workload whose pod templates have had every policy's fix applied: its pods as they will run. */
 export async function simulateWorkload(
   allPolicies: Policy[],
   workload: KubeObject,
   ctx: RuleContext,
   exemptions: ApplicableExemptions,
 ): Promise<Simulation | undefined> {
-  if (!podTemplateOf(workload)) return undefined;
-  const copy = copyWithOwnTemplate(workload);
-  const target: PodTarget = { object: copy, template: podTemplateOf(copy)!, isTemplate: true };
-  const result = await runFixes(allPolicies, target, ctx, exemptions);
-  target.fixed = new Set(result.changes.map(c => `${c.capability}/${c.rule}`));
-  return { copy, target, ...result };
+  const kinds = kindsInForce(ctx.settings.workloads);
+  if (!workloadTargets(workload, kinds).length) return undefined;
+  const copy = workloadKindOf(workload, kinds)
+    ? { ...workload, spec: structuredClone(workload.spec) }
+    : copyWithOwnTemplate(workload);
+  const targets = workloadTargets(copy, kinds);
+  const changes: Change[] = [];
+  const failures: FixFailure[] = [];
+  const said = new Set<string>();
+  for (const target of targets) {
+    const result = await runFixes(allPolicies, target, ctx, exemptions);
+    target.fixed = new Set(result.changes.map(c => `${c.capability}/${c.rule}`));
+    // Roles fixed alike say so once.
+    for (const c of result.changes) {
+      const key = `${c.capability}/${c.rule}/${c.message}`;
+      if (!said.has(key)) changes.push(c);
+      said.add(key);
+    }
+    for (const f of result.failures)
+      if (!failures.some(g => g.capability === f.capability && g.reason === f.reason))
+        failures.push(f);
+  }
+  return { copy, targets, changes, failures };
 }
 
 /**

@@ -1,6 +1,7 @@
 // The settings read when the module is built: they decide which bindings the module registers,
 // and so the webhook rules and the watcher `pepr build` writes.
 import { settingsFromEnv } from "./environment";
+import { defaultSettings, type Settings } from "./schema";
 
 /**
  * The environment the module's settings come from. `pepr build` loads the module to read its
@@ -45,5 +46,21 @@ export function workloadTemplatesMutated(
     return settingsFromEnv(moduleEnvironment(controllerEnv, env)).workloads.mutate;
   } catch {
     return false;
+  }
+}
+
+/**
+ * The workloads settings that decide the webhook's rules (workloads.kinds, workloads.builtInKinds):
+ * read when the module is built. A bad value counts as the defaults here; pepr.ts stops the start
+ * with the problem named.
+ */
+export function workloadSettingsAtBuild(
+  controllerEnv: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Settings["workloads"] {
+  try {
+    return settingsFromEnv(moduleEnvironment(controllerEnv, env)).workloads;
+  } catch {
+    return defaultSettings().workloads;
   }
 }

@@ -3,6 +3,8 @@
 import { z } from "zod";
 import { parsePrefix } from "../image-reference";
 import { FAILURE_POLICIES } from "../webhooks/arming";
+import { WorkloadKindsSchema } from "../workload-kinds/schema";
+import { BUILT_IN_KIND_NAMES } from "../workload-kinds/table";
 import { MODES, SYSTEM_NAMESPACES } from "./keys";
 
 const quantityLike = z.number().int().nonnegative();
@@ -160,6 +162,19 @@ export const SettingsSchema = z
          * built too (package.json pepr.env): it decides whether the mutating webhook receives workloads.
          */
         mutate: z.boolean().default(false),
+        /**
+         * The platform's own workload kinds (custom resources whose operator makes pods): where their
+         * pod templates are and how many pods each makes, judged at apply like the built-in ML kinds
+         * (lib/workload-kinds/table.ts, in the same form). Read when the module is built too: it
+         * decides the webhook's rules.
+         */
+        kinds: WorkloadKindsSchema.default([]),
+        /**
+         * The ML kinds of the built-in table judged at apply ("PyTorchJob.kubeflow.org", ...; default
+         * all). Each is a webhook binding Pepr filters on every request: a platform without an
+         * operator may drop its kinds. Read when the module is built too.
+         */
+        builtInKinds: z.array(z.enum(BUILT_IN_KIND_NAMES)).default([...BUILT_IN_KIND_NAMES]),
       })
       .prefault({}),
     exemptions: z
@@ -232,13 +247,13 @@ export class SettingsError extends Error {
 
 /** `registries.allowed[0]`, `registries.mirrors["docker.io"]`: where a problem is, as a reader writes it. */
 function keyOf(path: readonly PropertyKey[]): string {
-  // Settings are `section.key`; anything deeper is a list index or a map key (mirrors).
+  // Settings are `section.key`; deeper, a list index, a field of a list's element, or a map key (mirrors).
   return (
     path
       .map((part, i) =>
         typeof part === "number"
           ? `[${part}]`
-          : i >= 2
+          : i >= 2 && typeof path[i - 1] !== "number"
             ? `[${JSON.stringify(String(part))}]`
             : `${i ? "." : ""}${String(part)}`,
       )

@@ -264,7 +264,10 @@ describe("engine with workloads.mutate", () => {
       },
     },
   });
-  const on = () => ({ ...defaultSettings(), workloads: { mutate: true } });
+  const on = () => ({
+    ...defaultSettings(),
+    workloads: { ...defaultSettings().workloads, mutate: true },
+  });
   const template = (obj: KubeObject) =>
     (obj.spec as { template: { metadata: KubeObject["metadata"] } }).template;
 

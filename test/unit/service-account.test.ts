@@ -266,7 +266,7 @@ describe("service-account: ensuring the ServiceAccount", () => {
       spec: { template: { metadata: {}, spec: podTemplateOf(seedPod())!.spec } },
     };
     const cluster = new FakeLive({ state: "exists" });
-    const s = { ...settings(), workloads: { mutate: true } };
+    const s = { ...settings(), workloads: { ...settings().workloads, mutate: true } };
     const fixed = await mutate(
       { object: deployment, operation: "CREATE", dryRun: false },
       { settings: s, cluster, policies },

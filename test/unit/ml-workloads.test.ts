@@ -1,0 +1,289 @@
+// The ML kinds through the engine, as `check` and the webhook judge them: every area's checks on
+// each role's template with the fixes simulated, the gang's quota at once, node fit per role,
+// Kueue, updates, and the platform's own kinds.
+import { policies } from "../../capabilities";
+import { SnapshotCluster } from "../../lib/cluster";
+import { answer, mutate, review } from "../../lib/engine";
+import type { KubeObject } from "../../lib/pod";
+import { defaultSettings, parseSettings, type Settings } from "../../lib/settings";
+import { TRAINING_RUN_KIND } from "../fixtures/ml/training-run-kind";
+
+const NS = "ml";
+const gpuTemplate = (gpus: number) => ({
+  metadata: { labels: { app: "llama" } },
+  spec: {
+    containers: [
+      {
+        name: "pytorch",
+        image: "ghcr.io/org/train:1",
+        resources: { limits: { "nvidia.com/gpu": String(gpus), cpu: "4", memory: "16Gi" } },
+      },
+    ],
+  },
+});
+const pytorchJob = (workers: number, gpus = 8, extra: Partial<KubeObject> = {}): KubeObject => ({
+  apiVersion: "kubeflow.org/v1",
+  kind: "PyTorchJob",
+  metadata: { name: "llama", namespace: NS },
+  spec: {
+    pytorchReplicaSpecs: {
+      Master: { replicas: 1, template: gpuTemplate(gpus) },
+      Worker: { replicas: workers, template: gpuTemplate(gpus) },
+    },
+  },
+  ...extra,
+});
+const quota = (hard: number, used = 0): KubeObject => ({
+  apiVersion: "v1",
+  kind: "ResourceQuota",
+  metadata: { name: "gpus", namespace: NS },
+  spec: { hard: { "requests.nvidia.com/gpu": String(hard) } },
+  status: {
+    hard: { "requests.nvidia.com/gpu": String(hard) },
+    used: { "requests.nvidia.com/gpu": String(used) },
+  },
+});
+const node = (name: string, gpus: number): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Node",
+  metadata: { name, labels: { "kubernetes.io/hostname": name } },
+  status: {
+    allocatable: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": String(gpus) },
+  },
+});
+const cluster = (...objects: KubeObject[]) =>
+  new SnapshotCluster([
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
+    node("gpu-a", 8),
+    node("gpu-b", 8),
+    ...objects,
+  ]);
+
+const judge = (
+  obj: KubeObject,
+  c = cluster(quota(48)),
+  settings: Settings = defaultSettings(),
+  more = {},
+) => review(policies, obj, { settings, cluster: c, ...more });
+
+describe("a PyTorchJob judged whole at apply", () => {
+  it("1 master + 7 workers × 8 GPUs under a 48-GPU quota: denied with the per-role totals and both fixes", async () => {
+    const r = await judge(pytorchJob(7));
+    expect(r.allowed).toBe(false);
+    const denial = r.denials.find(d => d.includes("resource-quota"))!;
+    expect(denial).toContain("PyTorchJob ml/llama exceeds the namespace quota as a whole");
+    expect(denial).toContain("its pods ask 64 at once (Master: 1 × 8, Worker: 7 × 8)");
+    expect(denial).toContain("quota gpus has 48 of 48 left");
+    expect(denial).toContain("lower spec.pytorchReplicaSpecs.Worker.replicas from 7 to at most 5");
+    expect(denial).toContain(
+      `kubectl patch resourcequota gpus -n ml --type merge -p '{"spec":{"hard":{"requests.nvidia.com/gpu":"64"}}}'`,
+    );
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toEqual([
+      "resource-quota/quota-exceeded",
+    ]);
+  });
+
+  it("with 5 workers (48 GPUs) it is admitted, and says what its pods will get, role by role", async () => {
+    const r = await judge(pytorchJob(5));
+    expect(r.allowed).toBe(true);
+    expect(r.handled).toBe(true);
+    const pending = r.warnings.find(w =>
+      w.startsWith("admission-guard/security-context: its pods will get"),
+    )!;
+    expect(pending).toContain(
+      "spec.pytorchReplicaSpecs.Master.template.spec.securityContext.runAsNonRoot=true",
+    );
+    expect(pending).toContain(
+      "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].securityContext.allowPrivilegeEscalation=false",
+    );
+    expect(pending).toContain("(when PyTorchJob creates them)");
+    // The object shown is the prediction: both templates fixed.
+    const specs = (
+      r.object.spec as {
+        pytorchReplicaSpecs: Record<string, { template: { spec: { securityContext?: object } } }>;
+      }
+    ).pytorchReplicaSpecs;
+    expect(specs.Master.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(specs.Worker.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+  });
+
+  it("a job Kueue queues (label, or suspended) is admitted with the quota as a warning: Kueue starts it when there is room", async () => {
+    const labelled = pytorchJob(7);
+    labelled.metadata!.labels = { "kueue.x-k8s.io/queue-name": "team-a" };
+    const suspended = pytorchJob(7);
+    (suspended.spec as Record<string, unknown>).runPolicy = { suspend: true };
+    for (const [job, why] of [
+      [labelled, "queued by Kueue (kueue.x-k8s.io/queue-name=team-a)"],
+      [suspended, "suspended (spec.runPolicy.suspend: true)"],
+    ] as const) {
+      const r = await judge(job);
+      expect(r.allowed).toBe(true);
+      const w = r.warnings.find(x => x.includes("exceeds the namespace quota"))!;
+      expect(w).toContain(why);
+      expect(w).toContain("Kueue starts it when its ClusterQueue has room");
+    }
+  });
+
+  it("a role whose one pod fits no node (16 GPUs on 8-GPU nodes) is denied, the role and the largest node named", async () => {
+    const r = await judge(pytorchJob(1, 16), cluster(quota(1000)));
+    expect(r.allowed).toBe(false);
+    const fit = r.violations.filter(v => v.rule === "node-fit");
+    expect(fit.map(v => v.message).join("\n")).toMatch(/PyTorchJob ml\/llama \(role Master\)/);
+    expect(fit.map(v => v.message).join("\n")).toMatch(/PyTorchJob ml\/llama \(role Worker\)/);
+    expect(r.denials.join("\n")).toMatch(/node "gpu-a"/);
+  });
+
+  it("an UPDATE is judged on what it adds: more workers over quota denied, a scale-down or a relabel never", async () => {
+    const c = cluster(quota(48, 48)); // the stored 5-worker job uses the whole quota
+    const stored = pytorchJob(5);
+    const up = await judge(pytorchJob(7), c, defaultSettings(), {
+      operation: "UPDATE",
+      oldObject: stored,
+    });
+    expect(up.allowed).toBe(false);
+    expect(up.denials.join()).toContain("the update adds 16");
+    const down = await judge(pytorchJob(3), c, defaultSettings(), {
+      operation: "UPDATE",
+      oldObject: stored,
+    });
+    expect(down.allowed).toBe(true);
+    const relabelled = pytorchJob(5);
+    relabelled.metadata!.labels = { team: "a" };
+    const relabel = await judge(relabelled, c, defaultSettings(), {
+      operation: "UPDATE",
+      oldObject: stored,
+    });
+    expect(relabel.allowed).toBe(true);
+    expect(relabel.violations).toEqual([]);
+  });
+
+  it("a RayCluster that a RayJob made (its controller) is the RayJob's, not judged again", async () => {
+    const made: KubeObject = {
+      apiVersion: "ray.io/v1",
+      kind: "RayCluster",
+      metadata: {
+        name: "rc",
+        namespace: NS,
+        ownerReferences: [
+          { apiVersion: "ray.io/v1", kind: "RayJob", name: "j", uid: "u", controller: true },
+        ],
+      },
+      spec: { headGroupSpec: { template: gpuTemplate(64) } },
+    };
+    const r = await judge(made);
+    expect(r.allowed).toBe(true);
+    expect(r.violations).toEqual([]);
+  });
+
+  it("an autoscaled Ray worker group that can outgrow the quota at maxReplicas is a warning", async () => {
+    const rc: KubeObject = {
+      apiVersion: "ray.io/v1",
+      kind: "RayCluster",
+      metadata: { name: "rc", namespace: NS },
+      spec: {
+        headGroupSpec: { template: gpuTemplate(0) },
+        workerGroupSpecs: [
+          {
+            groupName: "gpu",
+            replicas: 2,
+            minReplicas: 1,
+            maxReplicas: 10,
+            template: gpuTemplate(8),
+          },
+        ],
+      },
+    };
+    const r = await judge(rc);
+    expect(r.allowed).toBe(true);
+    expect(r.warnings.join("\n")).toMatch(
+      /RayCluster ml\/rc can outgrow quota gpus when it scales: requests.nvidia.com\/gpu up to 80 at maxReplicas, 48 left/,
+    );
+  });
+
+  it("every area judges each role: a forbidden registry in one role is denied with that role's path", async () => {
+    const job = pytorchJob(1);
+    const spec = job.spec as {
+      pytorchReplicaSpecs: { Worker: { template: { spec: { containers: { image: string }[] } } } };
+    };
+    spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image = "evil.example.com/x:1";
+    const settings = parseSettings({ registries: { allowed: ["ghcr.io"] } });
+    const r = await judge(job, cluster(quota(48)), settings);
+    expect(r.allowed).toBe(false);
+    expect(r.denials.join()).toContain(
+      "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image",
+    );
+    expect(r.denials.join()).not.toContain(
+      "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].image",
+    );
+  });
+
+  it("scanning a stored gang (the reports) skips the quota rules, its pods are counted already, and says so", async () => {
+    const deps = { settings: defaultSettings(), cluster: cluster(quota(48, 48)), policies };
+    const request = {
+      object: pytorchJob(7),
+      operation: "CREATE" as const,
+      dryRun: true,
+      scan: true,
+    };
+    const found = await answer(request, deps, policies);
+    expect(found.violations.filter(v => v.rule === "quota-exceeded")).toEqual([]);
+    expect(found.skipped).toContainEqual(
+      expect.objectContaining({ capability: "resource-quota", rule: "quota-exceeded" }),
+    );
+  });
+});
+
+describe("kinds in force", () => {
+  it("builtInKinds without PyTorchJob: the kind is not handled (the webhook does not receive it either)", async () => {
+    const settings = parseSettings({ workloads: { builtInKinds: ["RayCluster.ray.io"] } });
+    const r = await judge(pytorchJob(7), cluster(quota(48)), settings);
+    expect(r.handled).toBe(false);
+    expect(r.allowed).toBe(true);
+  });
+
+  it("a platform's own kind from the setting is judged like the built-in ones, gang quota included", async () => {
+    const settings = parseSettings({
+      workloads: {
+        kinds: [TRAINING_RUN_KIND],
+      },
+    });
+    const run: KubeObject = {
+      apiVersion: "training.example.com/v1",
+      kind: "TrainingRun",
+      metadata: { name: "run", namespace: NS },
+      spec: { roles: [{ name: "trainer", count: 7, podTemplate: gpuTemplate(8) }] },
+    };
+    const r = await judge(run, cluster(quota(48)), settings);
+    expect(r.allowed).toBe(false);
+    expect(r.denials.join()).toContain("(trainer: 7 × 8)");
+    expect(r.denials.join()).toContain("lower spec.roles[0].count from 7 to at most 6");
+  });
+
+  it("with workloads.mutate every role's template is fixed in place, each with its trace, and twice equals once", async () => {
+    const settings = parseSettings({ workloads: { mutate: true } });
+    const job = pytorchJob(1);
+    const deps = { settings, cluster: cluster(), policies };
+    const first = await mutate({ object: job, operation: "CREATE", dryRun: false }, deps, policies);
+    expect(first.changes.length).toBeGreaterThan(0);
+    const specs = job.spec as {
+      pytorchReplicaSpecs: Record<
+        string,
+        { template: { metadata: { annotations?: Record<string, string> } } }
+      >;
+    };
+    for (const role of ["Master", "Worker"])
+      expect(
+        specs.pytorchReplicaSpecs[role].template.metadata.annotations?.[
+          "admission-guard.dev/fixed"
+        ],
+      ).toContain("security-context/");
+    const once = structuredClone(job);
+    const second = await mutate(
+      { object: job, operation: "CREATE", dryRun: false },
+      deps,
+      policies,
+    );
+    expect(second.changes).toEqual([]);
+    expect(job).toEqual(once);
+  });
+});
