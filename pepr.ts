@@ -20,7 +20,7 @@ import { configureBackground } from "./lib/reports/watcher";
 
 // `pepr build` loads this module to read its bindings (see moduleEnvironment for where settings
 // come from then). The settings that change bindings, and so what `pepr build` writes, are
-// workloads.mutate (the webhook rules: capabilities/workloads) and reports.enabled with
+// workloads.mutate, .kinds and .builtInKinds (the webhook rules: capabilities/workloads) and reports.enabled with
 // events.enabled (the watcher: capabilities/reports).
 const building = process.env.PEPR_MODE === "build";
 const controllerEnv = cfg.pepr.env as Record<string, string>;
@@ -41,6 +41,18 @@ if (!building && settings.workloads.mutate && !settingsFromEnv(controllerEnv).wo
   Log.warn(
     "workloads.mutate is on, but not in package.json pepr.env: unless the module was built with it on, its webhook does not send workloads to be mutated (set it there and rebuild)",
   );
+{
+  // The kinds judged at apply decide the webhook's rules too: set at deploy time only, the webhook
+  // is not sent them (or still sends the kinds dropped), while the engine and `check` judge others.
+  const atBuild = settingsFromEnv(controllerEnv).workloads;
+  const differ = (key: "kinds" | "builtInKinds") =>
+    !building && JSON.stringify(settings.workloads[key]) !== JSON.stringify(atBuild[key]);
+  for (const key of ["kinds", "builtInKinds"] as const)
+    if (differ(key))
+      Log.warn(
+        `workloads.${key} differs from package.json pepr.env: the webhook's rules were written from the build's value, so it receives other kinds than the ones judged (set it there and rebuild)`,
+      );
+}
 // Pepr runs this module twice when deployed: the admission controller, and the watcher
 // (PEPR_WATCH_MODE=true) whose Watch bindings feed the reports (capabilities/reports).
 const watcher = process.env.PEPR_WATCH_MODE === "true";

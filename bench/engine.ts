@@ -28,10 +28,14 @@ const fixers = policies.filter(p => p.fix).map(p => [p]);
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
-async function measure(step: (pod: KubeObject) => Promise<unknown>, inputs: KubeObject[]) {
-  for (let i = 0; i < 500; i++) await step(inputs[i % inputs.length]); // warm-up
+async function measure(
+  step: (pod: KubeObject) => Promise<unknown>,
+  inputs: KubeObject[],
+  rounds = ROUNDS,
+) {
+  for (let i = 0; i < Math.min(500, rounds); i++) await step(inputs[i % inputs.length]); // warm-up
   const times: number[] = [];
-  for (let i = 0; i < ROUNDS * inputs.length; i++) {
+  for (let i = 0; i < rounds * inputs.length; i++) {
     const t = performance.now();
     await step(inputs[i % inputs.length]);
     times.push((performance.now() - t) * 1000);
@@ -88,6 +92,50 @@ async function main() {
   for (const [name, us] of [...byPolicy].sort((x, y) => y[1] - x[1]))
     console.log(`  ${name.padEnd(18)} ${fmt(us)} µs`);
   console.log(`  ${"engine, no check".padEnd(18)} ${fmt(engineOnly)} µs`);
+
+  // A gang against a Deployment: the validating step (the fixes simulated on every template, every
+  // check on each, the gang's quota) on the seeds' Deployment and on a RayCluster of a head and 64
+  // worker groups. Issue 21's bound: the RayCluster under 10× the Deployment.
+  const deployment = workloads.map(w => w.object).find(o => o.kind === "Deployment")!;
+  const rayCluster = rayClusterOf(deployment, 64);
+  const judge = (obj: KubeObject) =>
+    answer({ object: obj, operation: "CREATE", dryRun: false }, deps, policies);
+  const rounds = Math.max(200, Math.floor(ROUNDS / 10));
+  const d = await measure(judge, [deployment], rounds);
+  const r = await measure(judge, [rayCluster], rounds);
+  const distinct = rayClusterOf(deployment, 64, true);
+  const rd = await measure(judge, [distinct], Math.max(50, Math.floor(rounds / 4)));
+  console.log(`\nworkloads (validate, ${rounds} rounds):`);
+  console.log(`  Deployment ${String(deployment.metadata?.name).padEnd(26)} p50 ${fmt(d.p50)} µs`);
+  console.log(
+    `  RayCluster, 1 + 64 groups alike     p50 ${fmt(r.p50)} µs  ×${(r.p50 / d.p50).toFixed(1)} the Deployment`,
+  );
+  console.log(
+    `  RayCluster, 1 + 64 groups distinct  p50 ${fmt(rd.p50)} µs  ×${(rd.p50 / d.p50).toFixed(1)} the Deployment (each template its own image tag: judged one by one)`,
+  );
+}
+
+/** A RayCluster whose head and worker groups have the Deployment's pod template (distinct: each its own image tag). */
+function rayClusterOf(deployment: KubeObject, groups: number, distinct = false): KubeObject {
+  const template = (deployment.spec as { template: object }).template;
+  const groupTemplate = (i: number) => {
+    const t = structuredClone(template) as { spec: { containers: { image: string }[] } };
+    if (distinct) t.spec.containers[0].image = `${t.spec.containers[0].image.split(":")[0]}:v${i}`;
+    return t;
+  };
+  return {
+    apiVersion: "ray.io/v1",
+    kind: "RayCluster",
+    metadata: { name: "ray-64", namespace: deployment.metadata?.namespace },
+    spec: {
+      headGroupSpec: { template: structuredClone(template) },
+      workerGroupSpecs: Array.from({ length: groups }, (_, i) => ({
+        groupName: `group-${i}`,
+        replicas: 1,
+        template: groupTemplate(i),
+      })),
+    },
+  };
 }
 
 void main();

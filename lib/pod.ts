@@ -171,7 +171,7 @@ export function containersChanged(pod: KubeObject, old: KubeObject): boolean {
 }
 
 /** JSON with sorted keys: the same object whatever order its keys came in. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
     isRecord(v)
       ? Object.fromEntries(

@@ -75,6 +75,13 @@ export interface PodTarget {
    * once, by checkGang; check judges each role's template on its own.
    */
   role?: PodRole;
+  /**
+   * Roles whose template is the same as this one's (a RayCluster's 64 worker groups alike): fixed
+   * and judged once, through this target; what is found is said once, naming them.
+   */
+  alike?: PodTarget[];
+  /** On one of those: the target it was judged through. */
+  sameAs?: PodTarget;
 }
 
 export interface Policy {

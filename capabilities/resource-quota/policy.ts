@@ -210,9 +210,12 @@ function checkRole(object: KubeObject, target: PodTarget, ctx: RuleContext): Rul
 /** The roles as the quota sees them; undefined when a role's quantities do not parse (checkRole says so). */
 function gangRoles(targets: PodTarget[], defaults: LimitRangeDefaults): GangRole[] | undefined {
   const roles: GangRole[] = [];
+  const parsed = new Map<PodTarget, ReturnType<typeof podResources>>();
   for (const t of targets) {
     if (!t.role) continue;
-    const pod = podResources(t.template, defaults);
+    // A role alike an earlier one (the same template) asks what that one asks.
+    const pod = (t.sameAs && parsed.get(t.sameAs)) || podResources(t.template, defaults);
+    parsed.set(t, pod);
     if (pod.errors.length) return undefined;
     roles.push({
       name: t.role.name,

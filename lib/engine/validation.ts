@@ -24,7 +24,7 @@ import {
   stampFindings,
 } from "./findings";
 import { recordedFixFailures } from "./fix-trace";
-import { simulateWorkload, type Simulation } from "./workload-simulation";
+import { simulateWorkload, whichRoles, type Simulation } from "./workload-simulation";
 
 /**
  * One policy's validation of an object as it will be stored. For a workload, the checks see the
@@ -63,11 +63,15 @@ async function validate(
           if (f.capability === policy.name) findings.violations.push(fixFailureViolation(f));
         if (policy.check && !policy.onlyExtraKinds) {
           const judged = emptyFindings();
-          for (const target of simulation.targets)
-            mergeFindings(
-              judged,
-              stampFindings(policy, await policy.check(simulation.copy, target, ctx)),
-            );
+          for (const target of simulation.targets) {
+            if (target.sameAs) continue; // judged through the one it is alike
+            const found = stampFindings(policy, await policy.check(simulation.copy, target, ctx));
+            found.violations = found.violations.map(v => ({
+              ...v,
+              message: v.message + whichRoles(target, v.message),
+            }));
+            mergeFindings(judged, found);
+          }
           // A gang: what its roles ask together.
           if (policy.checkGang && simulation.targets[0]?.role) {
             const found = await policy.checkGang(simulation.copy, simulation.targets, ctx);

@@ -2,7 +2,7 @@
 // policy's fix applied.
 import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
-import type { KubeObject } from "../pod";
+import { podTemplateOf, type KubeObject } from "../pod";
 import type { Policy, PodTarget, RuleContext } from "../policy";
 import type { Change } from "../verdict";
 import { workloadKindOf } from "../workload-kinds/roles";
@@ -26,21 +26,41 @@ export async function simulateWorkload(
   exemptions: ApplicableExemptions,
 ): Promise<Simulation | undefined> {
   const kinds = kindsInForce(ctx.settings.workloads);
-  if (!workloadTargets(workload, kinds).length) return undefined;
-  const copy = workloadKindOf(workload, kinds)
-    ? { ...workload, spec: structuredClone(workload.spec) }
+  const kind = workloadKindOf(workload, kinds);
+  if (!kind && !podTemplateOf(workload)) return undefined;
+  // An ML kind's templates are anywhere in its spec: the spec is copied whole (a JSON round trip,
+  // the request's own form, is cheaper than structuredClone for a 65-template RayCluster).
+  const copy = kind
+    ? { ...workload, spec: JSON.parse(JSON.stringify(workload.spec ?? null)) }
     : copyWithOwnTemplate(workload);
   const targets = workloadTargets(copy, kinds);
+  if (!targets.length) return undefined;
+  groupAlike(targets);
   const changes: Change[] = [];
   const failures: FixFailure[] = [];
   const said = new Set<string>();
+  const fixedJson = new Map<PodTarget, string>();
   for (const target of targets) {
+    if (target.sameAs) {
+      // Fixed as the one it is alike: its template becomes a copy of that one's, fixed.
+      let fixed = fixedJson.get(target.sameAs);
+      if (!fixed) {
+        const { metadata, spec } = target.sameAs.template;
+        fixedJson.set(target.sameAs, (fixed = JSON.stringify({ metadata, spec })));
+      }
+      const { metadata, spec } = JSON.parse(fixed);
+      replaceContents(target.template.metadata, metadata);
+      replaceContents(target.template.spec, spec);
+      target.fixed = target.sameAs.fixed;
+      continue;
+    }
     const result = await runFixes(allPolicies, target, ctx, exemptions);
     target.fixed = new Set(result.changes.map(c => `${c.capability}/${c.rule}`));
+    const also = alsoIn(target);
     // Roles fixed alike say so once.
     for (const c of result.changes) {
       const key = `${c.capability}/${c.rule}/${c.message}`;
-      if (!said.has(key)) changes.push(c);
+      if (!said.has(key)) changes.push(also ? { ...c, message: `${c.message}${also}` } : c);
       said.add(key);
     }
     for (const f of result.failures)
@@ -48,6 +68,52 @@ export async function simulateWorkload(
         failures.push(f);
   }
   return { copy, targets, changes, failures };
+}
+
+/**
+ * Marks the roles whose template (and whether it makes pods at all) is the same as an earlier
+ * role's: a Ray cluster's worker groups often are, and each is then fixed and judged once.
+ */
+function groupAlike(targets: PodTarget[]): void {
+  if (targets.length < 2) return;
+  const first = new Map<string, PodTarget>();
+  for (const t of targets) {
+    const key = `${(t.role?.pods ?? 1) > 0}:${JSON.stringify(t.template.metadata)}:${JSON.stringify(t.template.spec)}`;
+    const earlier = first.get(key);
+    if (earlier) (earlier.alike ??= []).push(((t.sameAs = earlier), t));
+    else first.set(key, t);
+  }
+}
+
+const listed = (names: string[]) =>
+  names.length > 4
+    ? `${names.slice(0, 3).join(", ")} and ${names.length - 3} more`
+    : names.join(", ");
+const roleName = (t: PodTarget) => t.role?.name ?? t.template.path;
+
+/** " (the same in roles gpu-1, gpu-2 and 62 more)": what a finding of a target says of those alike. */
+export function alsoIn(target: PodTarget): string {
+  const names = (target.alike ?? []).map(roleName);
+  if (!names.length) return "";
+  return ` (the same in ${names.length > 1 ? "roles" : "role"} ${listed(names)})`;
+}
+
+/**
+ * A finding of one role of a gang, said so that a reader knows which: " (role Worker)" or
+ * " (roles a, b, c and 2 more)" when the message names no field of it; else the roles alike.
+ */
+export function whichRoles(target: PodTarget, message: string): string {
+  if (!target.role) return "";
+  const named =
+    message.includes(target.template.path) || message.includes(`(role ${target.role.name})`);
+  if (named) return alsoIn(target);
+  const names = [target.role.name, ...(target.alike ?? []).map(roleName)];
+  return ` (${names.length > 1 ? "roles" : "role"} ${listed(names)})`;
+}
+
+function replaceContents(target: object, source: object): void {
+  for (const key of Object.keys(target)) delete (target as Record<string, unknown>)[key];
+  Object.assign(target, source);
 }
 
 /**

@@ -36,10 +36,24 @@ export function workloadKindOf(
   return kinds.find(s => s.kind === obj.kind && groupOf(s.apiVersion) === group);
 }
 
-const segmentsOf = (path: string) => {
-  const parsed = parsePath(path);
-  return parsed.ok ? parsed.segments : undefined;
+// Paths come from a table and a setting, a few dozen in all: each is parsed once.
+const parsedPaths = new Map<string, readonly string[] | undefined>();
+const segmentsOf = (path: string): readonly string[] | undefined => {
+  if (!parsedPaths.has(path)) {
+    const parsed = parsePath(path);
+    if (parsedPaths.size > 1000) parsedPaths.clear(); // bounded, whatever a setting holds
+    parsedPaths.set(path, parsed.ok ? parsed.segments : undefined);
+  }
+  return parsedPaths.get(path);
 };
+
+const asCount = (v: unknown): number | undefined =>
+  typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+
+function read(obj: KubeObject, path: string | undefined, keys: (string | number)[]) {
+  const segments = path ? segmentsOf(path) : undefined;
+  return segments ? findAt(obj, segments, keys) : undefined;
+}
 
 /** A count field's value, with the template's `*`s bound: the API's default when absent, 0 when malformed. */
 function countOf(
@@ -48,16 +62,10 @@ function countOf(
   keys: (string | number)[],
 ): { value: number; where?: string } {
   const t: CountTerm = typeof term === "string" ? { path: term } : term;
-  const read = (path: string | undefined) => {
-    const segments = path ? segmentsOf(path) : undefined;
-    return segments ? findAt(obj, segments, keys) : undefined;
-  };
-  const asCount = (v: unknown) =>
-    typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : undefined;
-  const found = read(t.path);
+  const found = read(obj, t.path, keys);
   let value = found ? (asCount(found.value) ?? 0) : (t.default ?? 1);
-  const min = asCount(read(t.min)?.value);
-  const max = asCount(read(t.max)?.value);
+  const min = t.min ? asCount(read(obj, t.min, keys)?.value) : undefined;
+  const max = t.max ? asCount(read(obj, t.max, keys)?.value) : undefined;
   if (min !== undefined && value < min) value = min;
   if (max !== undefined && value > max) value = max;
   value = Math.max(0, value - (t.minus ?? 0));

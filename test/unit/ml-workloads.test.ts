@@ -83,18 +83,16 @@ describe("a PyTorchJob judged whole at apply", () => {
     ]);
   });
 
-  it("with 5 workers (48 GPUs) it is admitted, and says what its pods will get, role by role", async () => {
+  it("with 5 workers (48 GPUs) it is admitted, and says what its pods will get (roles alike said once)", async () => {
     const r = await judge(pytorchJob(5));
     expect(r.allowed).toBe(true);
     expect(r.handled).toBe(true);
     const pending = r.warnings.find(w =>
       w.startsWith("admission-guard/security-context: its pods will get"),
     )!;
+    // Master and Worker have the same template: fixed once, each change said once for both.
     expect(pending).toContain(
-      "spec.pytorchReplicaSpecs.Master.template.spec.securityContext.runAsNonRoot=true",
-    );
-    expect(pending).toContain(
-      "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].securityContext.allowPrivilegeEscalation=false",
+      "spec.pytorchReplicaSpecs.Master.template.spec.securityContext.runAsNonRoot=true (the same in role Worker)",
     );
     expect(pending).toContain("(when PyTorchJob creates them)");
     // The object shown is the prediction: both templates fixed.
@@ -128,8 +126,10 @@ describe("a PyTorchJob judged whole at apply", () => {
     const r = await judge(pytorchJob(1, 16), cluster(quota(1000)));
     expect(r.allowed).toBe(false);
     const fit = r.violations.filter(v => v.rule === "node-fit");
-    expect(fit.map(v => v.message).join("\n")).toMatch(/PyTorchJob ml\/llama \(role Master\)/);
-    expect(fit.map(v => v.message).join("\n")).toMatch(/PyTorchJob ml\/llama \(role Worker\)/);
+    // Master and Worker have the same template: one finding, for both.
+    expect(fit).toHaveLength(1);
+    expect(fit[0].message).toMatch(/^PyTorchJob ml\/llama \(role Master\) fits no node/);
+    expect(fit[0].message).toMatch(/\(the same in role Worker\)$/);
     expect(r.denials.join("\n")).toMatch(/node "gpu-a"/);
   });
 
@@ -215,6 +215,48 @@ describe("a PyTorchJob judged whole at apply", () => {
     expect(r.denials.join()).not.toContain(
       "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].image",
     );
+  });
+
+  it("worker groups with the same template are fixed and judged once: one finding naming the others, every template fixed", async () => {
+    const privileged = gpuTemplate(1);
+    (privileged.spec.containers[0] as Record<string, unknown>).securityContext = {
+      privileged: true,
+    };
+    const rc: KubeObject = {
+      apiVersion: "ray.io/v1",
+      kind: "RayCluster",
+      metadata: { name: "rc", namespace: NS },
+      spec: {
+        headGroupSpec: { template: gpuTemplate(0) },
+        workerGroupSpecs: ["a", "b", "c", "d", "e"].map(g => ({
+          groupName: g,
+          replicas: 1,
+          template: structuredClone(privileged),
+        })),
+      },
+    };
+    const r = await judge(rc, cluster(quota(1000)));
+    const found = r.violations.filter(v => v.rule === "privileged");
+    expect(found).toHaveLength(1);
+    expect(found[0].message).toMatch(/\(roles a, b, c and 2 more\)$/);
+    // The prediction: every group's template fixed, each its own copy.
+    const groups = (
+      r.object.spec as { workerGroupSpecs: { template: { spec: { securityContext?: object } } }[] }
+    ).workerGroupSpecs;
+    for (const g of groups)
+      expect(g.template.spec.securityContext).toMatchObject({ runAsNonRoot: true });
+    expect(groups[1].template.spec).not.toBe(groups[2].template.spec);
+    // A group that differs (another image) is judged on its own.
+    const differs = structuredClone(rc);
+    (
+      differs.spec as {
+        workerGroupSpecs: { template: { spec: { containers: { image: string }[] } } }[];
+      }
+    ).workerGroupSpecs[4].template.spec.containers[0].image = "ghcr.io/org/other:2";
+    const r2 = await judge(differs, cluster(quota(1000)));
+    expect(
+      r2.violations.filter(v => v.rule === "privileged").map(v => v.message.replace(/^.*\(/, "(")),
+    ).toEqual(["(roles a, b, c, d)", "(role e)"]);
   });
 
   it("scanning a stored gang (the reports) skips the quota rules, its pods are counted already, and says so", async () => {
