@@ -59,6 +59,14 @@ const cluster = (...objects: KubeObject[]) =>
     ...objects,
   ]);
 
+/** A RayCluster in the namespace: a head without GPUs and these worker groups. */
+const rayCluster = (workerGroupSpecs: object[]): KubeObject => ({
+  apiVersion: "ray.io/v1",
+  kind: "RayCluster",
+  metadata: { name: "rc", namespace: NS },
+  spec: { headGroupSpec: { template: gpuTemplate(0) }, workerGroupSpecs },
+});
+
 const judge = (
   obj: KubeObject,
   c = cluster(quota(48)),
@@ -176,23 +184,15 @@ describe("a PyTorchJob judged whole at apply", () => {
   });
 
   it("an autoscaled Ray worker group that can outgrow the quota at maxReplicas is a warning", async () => {
-    const rc: KubeObject = {
-      apiVersion: "ray.io/v1",
-      kind: "RayCluster",
-      metadata: { name: "rc", namespace: NS },
-      spec: {
-        headGroupSpec: { template: gpuTemplate(0) },
-        workerGroupSpecs: [
-          {
-            groupName: "gpu",
-            replicas: 2,
-            minReplicas: 1,
-            maxReplicas: 10,
-            template: gpuTemplate(8),
-          },
-        ],
+    const rc = rayCluster([
+      {
+        groupName: "gpu",
+        replicas: 2,
+        minReplicas: 1,
+        maxReplicas: 10,
+        template: gpuTemplate(8),
       },
-    };
+    ]);
     const r = await judge(rc);
     expect(r.allowed).toBe(true);
     expect(r.warnings.join("\n")).toMatch(
@@ -222,19 +222,13 @@ describe("a PyTorchJob judged whole at apply", () => {
     (privileged.spec.containers[0] as Record<string, unknown>).securityContext = {
       privileged: true,
     };
-    const rc: KubeObject = {
-      apiVersion: "ray.io/v1",
-      kind: "RayCluster",
-      metadata: { name: "rc", namespace: NS },
-      spec: {
-        headGroupSpec: { template: gpuTemplate(0) },
-        workerGroupSpecs: ["a", "b", "c", "d", "e"].map(g => ({
-          groupName: g,
-          replicas: 1,
-          template: structuredClone(privileged),
-        })),
-      },
-    };
+    const rc = rayCluster(
+      ["a", "b", "c", "d", "e"].map(g => ({
+        groupName: g,
+        replicas: 1,
+        template: structuredClone(privileged),
+      })),
+    );
     const r = await judge(rc, cluster(quota(1000)));
     const found = r.violations.filter(v => v.rule === "privileged");
     expect(found).toHaveLength(1);
