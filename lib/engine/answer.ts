@@ -13,14 +13,7 @@ import {
   type Skip,
   type Violation,
 } from "../verdict";
-import {
-  applicability,
-  contextOf,
-  exemptionsFor,
-  modeOf,
-  policyApplies,
-  speaksFirst,
-} from "./context";
+import { applicability, contextOf, exemptionsFor, modeOf, speaksFirst } from "./context";
 import { fixedNotes, recordedFixes } from "./fix-trace";
 import { templateIsFixed } from "./fixes";
 import { validateAll } from "./validation";
@@ -97,7 +90,9 @@ export async function answer(
   // which holds in every mode, never makes a Pod in a namespace that is off "handled").
   const kinds = kindsInForce(deps.settings.workloads);
   const judging = acting.filter(p => judgesObject(p, obj, kinds));
-  const active = judging.filter(p => policyApplies(p, ctx));
+  // The one applicability decision per policy, read for "handled" and for the skips below.
+  const applies = new Map(judging.map(p => [p, applicability(p, ctx)]));
+  const active = judging.filter(p => applies.get(p) === "applies");
   const none: Answer = {
     handled: false,
     judgedBy: [],
@@ -155,7 +150,7 @@ export async function answer(
     })),
   ];
   // A capability switched off judged nothing here: each of its rules is a skip, never a pass.
-  const switchedOff = judging.filter(p => applicability(p, ctx) === "disabled");
+  const switchedOff = judging.filter(p => applies.get(p) === "disabled");
   const skipped: Skip[] = [
     ...findings.skipped,
     ...switchedOff.flatMap(p =>

@@ -14,7 +14,15 @@ import { runCheck } from "../support/check-command";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";
-import { addNode, applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
+import {
+  addNode,
+  applyObjects,
+  connect,
+  exportSnapshot,
+  kubectl,
+  namespace,
+  useModule,
+} from "./support/cluster";
 
 const cluster = connect();
 const guard = useModule(cluster, {
@@ -109,17 +117,9 @@ describe("with admission-guard", () => {
   });
 
   test("`check` on a snapshot exported from this cluster says the same", async () => {
-    const exported = await kubectl(cluster, [
-      "get",
-      "ns,resourcequota,limitrange,nodes,serviceaccounts,roles,rolebindings,clusterroles,clusterrolebindings",
-      "-A",
-      "-o",
-      "yaml",
-    ]);
-    expect(exported.code).toBe(0);
     const dir = mkdtempSync(join(tmpdir(), "admission-guard-snapshot-"));
     try {
-      writeFileSync(join(dir, "cluster.yaml"), exported.stdout);
+      await exportSnapshot(cluster, dir);
       writeFileSync(join(dir, "settings.yaml"), "serviceAccount: {secretAccess: enforce}\n");
       writeFileSync(join(dir, "trainer.yaml"), stringify(trainer));
       const check = await runCheck(

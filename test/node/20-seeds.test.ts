@@ -12,7 +12,7 @@ import type { KubeObject } from "../../lib/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";
-import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
+import { applyObjects, connect, kubectl, useModule } from "../cluster/support/cluster";
 import {
   describeOutcome,
   nodeModuleEnv,
@@ -20,6 +20,7 @@ import {
   table,
   type Outcome,
   removeNamespaces,
+  seedNamespaces,
 } from "./support/workloads";
 import { stringify } from "yaml";
 
@@ -79,12 +80,7 @@ async function deletePod(ns: string, name: string) {
 
 beforeAll(async () => {
   await applyObjects(cluster, [
-    namespace("llama-index"),
-    namespace("mlflow-prod"),
-    namespace("gpt4-canary", {
-      "pod-security.kubernetes.io/enforce": "restricted",
-      "admission-guard.dev/require-component": "gpt4",
-    }),
+    ...seedNamespaces(),
     {
       apiVersion: "v1",
       kind: "Secret",

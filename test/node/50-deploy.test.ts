@@ -5,17 +5,23 @@
 // (kube-proxy), the pods reach the API server through the kubernetes Service. Deleting the
 // manifest leaves a cluster where pods are created normally.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
 import { moduleYamlPath } from "../support/module-rbac";
 import { REPO_ROOT } from "../support/controller";
 import { eventually } from "../support/wait";
-import { applyObjects, connect, kubectl, namespace } from "../cluster/support/cluster";
+import {
+  applyObjects,
+  connect,
+  exportSnapshot,
+  kubectl,
+  namespace,
+} from "../cluster/support/cluster";
 import { readModuleManifest } from "../cluster/support/module";
 import { buildControllerImage } from "./support/controller-image";
-import { removeNamespaces, serverContainer, table } from "./support/workloads";
+import { removeNamespaces, seedNamespaces, serverContainer, table } from "./support/workloads";
 import { runCheck } from "../support/check-command";
 
 /** One line of `check -o json`, as far as this file reads it. */
@@ -230,14 +236,9 @@ test("a pod is fixed by the in-cluster controller, called through its Service, a
 }, 120_000);
 
 test("the seeds through the in-cluster controller: the verdicts `check` gives on a snapshot of this cluster", async () => {
-  // The seeds' namespaces as their field reports describe them (test/node/20-seeds sets the same).
+  // The seeds' namespaces as their field reports describe them (seedNamespaces, as 20-seeds).
   await applyObjects(cluster, [
-    namespace("llama-index"),
-    namespace("mlflow-prod"),
-    namespace("gpt4-canary", {
-      "pod-security.kubernetes.io/enforce": "restricted",
-      "admission-guard.dev/require-component": "gpt4",
-    }),
+    ...seedNamespaces(),
     {
       apiVersion: "v1",
       kind: "ResourceQuota",
@@ -254,15 +255,7 @@ test("the seeds through the in-cluster controller: the verdicts `check` gives on
   }, 30_000);
   const dir = mkdtempSync(join(cluster.dir, "seeds-"));
   try {
-    const exported = await kubectl(cluster, [
-      "get",
-      "ns,resourcequota,limitrange,nodes,serviceaccounts,roles,rolebindings,clusterroles,clusterrolebindings",
-      "-A",
-      "-o",
-      "yaml",
-    ]);
-    expect(exported.code).toBe(0);
-    writeFileSync(join(dir, "cluster.yaml"), exported.stdout);
+    await exportSnapshot(cluster, dir);
     const seeds = ["llamaindex-trainer.yaml", "mlflow-train.yaml", "gpt4-canary.yaml"];
     const check = await runCheck(
       [

@@ -1,7 +1,8 @@
 // What a cluster-suite file uses: the running control plane (started by global-setup.ts), an
 // admin client, kubectl as a user runs it, and the module installed for the file's tests.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { KubeObject } from "../../../lib/pod";
 import type { ControlPlaneInfo } from "./control-plane";
 import { STATE_ENV } from "./global-setup";
@@ -118,4 +119,23 @@ export async function addNode(cluster: Cluster, manifest: KubeObject): Promise<v
     spec: { taints: (manifest.spec as { taints?: unknown[] } | undefined)?.taints ?? null },
   });
   if (untainted.status >= 300) throw new Error(`node taints: ${statusMessage(untainted)}`);
+}
+
+/**
+ * The cluster objects `check --cluster` reads, exported as a user would (`kubectl get ... -A -o
+ * yaml`), written to dir/cluster.yaml; returns that path.
+ */
+export async function exportSnapshot(cluster: Cluster, dir: string): Promise<string> {
+  const exported = await kubectl(cluster, [
+    "get",
+    "ns,resourcequota,limitrange,nodes,serviceaccounts,roles,rolebindings,clusterroles,clusterrolebindings",
+    "-A",
+    "-o",
+    "yaml",
+  ]);
+  if (exported.code !== 0)
+    throw new Error(`kubectl get for the snapshot failed: ${exported.stderr}`);
+  const path = join(dir, "cluster.yaml");
+  writeFileSync(path, exported.stdout);
+  return path;
 }

@@ -3,7 +3,7 @@
 // runAsNonRoot, a named user it cannot check...), or denied at admission.
 import type { V1Container, V1Pod, V1PodSpec, V1SecurityContext } from "@kubernetes/client-node";
 import type { KubeObject } from "../../../lib/pod";
-import type { Cluster } from "../../cluster/support/cluster";
+import { namespace, type Cluster } from "../../cluster/support/cluster";
 import { imageOf, type ImageVariant, type Shape } from "./shapes";
 
 /**
@@ -234,3 +234,13 @@ export async function removeNamespaces(cluster: Cluster, names: string[]): Promi
     await cluster.admin.delete(`/api/v1/namespaces/${ns}`);
   }
 }
+
+/** The seeds' namespaces as their field reports describe them: the canary's enforces restricted and requires its component. */
+export const seedNamespaces = (): KubeObject[] => [
+  namespace("llama-index"),
+  namespace("mlflow-prod"),
+  namespace("gpt4-canary", {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "admission-guard.dev/require-component": "gpt4",
+  }),
+];
