@@ -17,6 +17,8 @@ import { WebhookArming } from "./lib/webhooks/arm-live";
 import { LiveReportStore, writeEvent } from "./lib/reports/live-store";
 import { ReportScanner } from "./lib/reports/scanner";
 import { configureBackground } from "./lib/reports/watcher";
+import { WorkloadKindWatches } from "./lib/reports/workload-kind-watch";
+import { kindsInForce } from "./lib/workload-kinds/in-force";
 
 // `pepr build` loads this module to read its bindings (see moduleEnvironment for where settings
 // come from then). The settings that change bindings, and so what `pepr build` writes, are
@@ -114,6 +116,16 @@ function backgroundFor(deps: EngineDeps) {
       })
     : undefined;
   if (scanner) {
+    // The ML kinds (and the platform's own) are watched by the module itself, each once its CRD
+    // is served: a Pepr Watch binding on a CRD the cluster lacks would stop the watcher.
+    new WorkloadKindWatches({
+      kinds: kindsInForce(deps.settings.workloads),
+      onObject: (obj, phase) =>
+        phase === "DELETED"
+          ? scanner.forget(obj)
+          : void scanner.observe(obj).catch(e => Log.warn({ error: String(e) }, "scan failed")),
+      log: Log,
+    }).start();
     // What the objects are judged with changed: a namespace's labels, an Exemption, a cache synced.
     cluster.namespaces.listeners.push(ns => scanner.rejudgeSoon(ns.metadata?.name ?? ""));
     cluster.exemptionStore?.listeners.push(() => scanner.rejudgeSoon());

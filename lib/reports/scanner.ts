@@ -15,6 +15,7 @@ import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { answer, type EngineDeps } from "../engine";
 import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
+import { kindsInForce } from "../workload-kinds/in-force";
 import { isIgnoredNamespace } from "../settings";
 import {
   buildReport,
@@ -94,7 +95,12 @@ const contentDigest = (report: PolicyReport) =>
 
 const unrefSleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms).unref?.());
 
-const keyOf = (obj: KubeObject) => `${obj.kind}/${obj.metadata?.name ?? ""}`;
+// The API group too: a Volcano Job and a batch Job of one name are two objects.
+const keyOf = (obj: KubeObject) =>
+  `${obj.kind}.${String(obj.apiVersion ?? "")
+    .split("/")
+    .slice(0, -1)
+    .join("/")}/${obj.metadata?.name ?? ""}`;
 
 export class ReportScanner {
   readonly stats: ScannerStats = {
@@ -141,7 +147,7 @@ export class ReportScanner {
       return phase !== "Succeeded" && phase !== "Failed";
     }
     // A Deployment's ReplicaSet, a CronJob's Job: their owner is reported, with their template.
-    return isWorkload(obj) && !hasController(obj);
+    return isWorkload(obj, kindsInForce(this.deps().settings.workloads)) && !hasController(obj);
   }
 
   /**

@@ -1,6 +1,6 @@
 // The settings' schema: every key with its default and its limits, and the named errors a bad
 // value gets. Defaults are here and only here.
-import { z } from "zod";
+import * as z from "zod";
 import { parsePrefix } from "../image-reference";
 import { FAILURE_POLICIES } from "../webhooks/arming";
 import { WorkloadKindsSchema } from "../workload-kinds/schema";

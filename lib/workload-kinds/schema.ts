@@ -1,6 +1,6 @@
 // The setting workloads.kinds, validated: every path parses, counts are whole numbers, and a kind
 // is named once. A bad entry is a named error at start (and at build), never a skip per request.
-import { z } from "zod";
+import * as z from "zod";
 import { parsePath } from "./paths";
 
 const path = z.string().superRefine((p, ctx) => {

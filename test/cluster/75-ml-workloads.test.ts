@@ -9,7 +9,7 @@ import type { KubeObject } from "../../lib/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";
-import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
+import { addNode, applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
 import { installCrds, ML_CRDS } from "./support/crds";
 import { buildVariant } from "./support/variant-build";
 import { TRAINING_RUN_KIND } from "../fixtures/ml/training-run-kind";
@@ -17,7 +17,11 @@ import { TRAINING_RUN_KIND } from "../fixtures/ml/training-run-kind";
 const NS = "ml-gang";
 const SETTING = { ADMISSION_GUARD_WORKLOADS_KINDS: JSON.stringify([TRAINING_RUN_KIND]) };
 const cluster = connect();
-const guard = useModule(cluster, { env: SETTING });
+// With the watcher: the ML kinds in the PolicyReports, watched under the module's own RBAC.
+const guard = useModule(cluster, {
+  env: { ...SETTING, ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" },
+  watcher: true,
+});
 
 const fixture = (file: string): KubeObject =>
   loadManifests(join(REPO_ROOT, "test/fixtures/ml", file))[0].object;
@@ -29,6 +33,8 @@ const pytorchJob = (name: string, workers: number, labels: Record<string, string
   ).pytorchReplicaSpecs.Worker.replicas = workers;
   return job;
 };
+const GPU_NODE = "ml-gpu-1";
+afterAll(() => cluster.admin.raw("DELETE", `/api/v1/nodes/${GPU_NODE}`));
 const apply = (obj: KubeObject) => kubectl(cluster, ["apply", "-f", "-"], stringify(obj));
 
 beforeAll(async () => {
@@ -46,6 +52,23 @@ beforeAll(async () => {
       spec: { hard: { "requests.nvidia.com/gpu": "48" } },
     },
   ]);
+  // As a cluster with no Kyverno or Policy Reporter: the PolicyReport CRD the project ships.
+  const crd = await kubectl(cluster, [
+    "apply",
+    "-f",
+    join(REPO_ROOT, "deploy/policyreport-crd.yaml"),
+  ]);
+  if (crd.code !== 0) throw new Error(crd.stderr);
+  // An 8-GPU node: node fit judges each role against the cluster's nodes (earlier files leave
+  // nodes without GPUs, on which no role here would fit).
+  await addNode(cluster, {
+    metadata: { name: GPU_NODE, labels: { "kubernetes.io/hostname": GPU_NODE } },
+    spec: {},
+    status: {
+      capacity: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": "8" },
+      allocatable: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": "8" },
+    },
+  });
   await guard.install({ dist });
   // The quota controller has counted the namespace (status.used), as the module reads it.
   await eventually(async () => {
@@ -91,7 +114,7 @@ test("a PyTorchJob of 1 master + 7 workers × 8 GPUs under 48 GPUs of quota is r
 
 test("the same job with 5 workers is admitted, and says what its pods will get", async () => {
   const result = await apply(pytorchJob("fits", 5));
-  expect(result.code).toBe(0);
+  expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code: 0 });
   expect(result.stderr).toContain(
     "its pods will get spec.pytorchReplicaSpecs.Master.template.spec.securityContext.runAsNonRoot=true (the same in role Worker)",
   );
@@ -100,9 +123,29 @@ test("the same job with 5 workers is admitted, and says what its pods will get",
 
 test("a Kueue-labelled job over quota is admitted with the quota as a warning", async () => {
   const result = await apply(pytorchJob("queued", 7, { "kueue.x-k8s.io/queue-name": "team-a" }));
-  expect(result.code).toBe(0);
+  expect({ code: result.code, stderr: result.stderr }).toMatchObject({ code: 0 });
   expect(result.stderr).toContain("exceeds the namespace quota as a whole");
   expect(result.stderr).toContain("Kueue starts it when its ClusterQueue has room");
+});
+
+test("a role whose one pod asks more GPUs than any node has is refused, the role and the largest node named", async () => {
+  const job = pytorchJob("too-wide", 1);
+  for (const role of ["Master", "Worker"])
+    (
+      job.spec as {
+        pytorchReplicaSpecs: Record<
+          string,
+          {
+            template: { spec: { containers: { resources: { limits: Record<string, string> } }[] } };
+          }
+        >;
+      }
+    ).pytorchReplicaSpecs[role].template.spec.containers[0].resources.limits["nvidia.com/gpu"] =
+      "16";
+  const result = await apply(job);
+  expect(result.code).not.toBe(0);
+  expect(result.stderr).toContain("PyTorchJob ml-gang/too-wide (role Master) fits no node");
+  expect(result.stderr).toContain(`node "${GPU_NODE}", has 8 allocatable nvidia.com/gpu`);
 });
 
 test("a LeaderWorkerSet with a privileged worker template is refused, the role named", async () => {
@@ -114,7 +157,7 @@ test("a LeaderWorkerSet with a privileged worker template is refused, the role n
 test("a RayCluster and a JobSet within quota are admitted", async () => {
   for (const file of ["raycluster.yaml", "jobset.yaml"]) {
     const result = await apply(fixture(file));
-    expect([file, result.code, result.stderr]).toEqual([file, 0, expect.any(String)]);
+    expect({ file, code: result.code, stderr: result.stderr }).toMatchObject({ file, code: 0 });
   }
 });
 
@@ -151,6 +194,44 @@ test("the platform's own kind from workloads.kinds: judged at apply, gang quota 
   );
   expect(denied.stderr).toContain("(trainer: 7 × 8)");
   const admitted = await apply(run(2));
-  expect(admitted.code).toBe(0);
+  expect({ code: admitted.code, stderr: admitted.stderr }).toMatchObject({ code: 0 });
   expect(admitted.stderr).toContain("(when TrainingRun creates them)");
+});
+
+test("the watcher reports the admitted PyTorchJob, role by role, in the namespace's PolicyReport", async () => {
+  const report = await eventually(async () => {
+    const r = await kubectl(cluster, [
+      "get",
+      "policyreport",
+      "admission-guard",
+      "-n",
+      NS,
+      "-o",
+      "json",
+    ]);
+    if (r.code !== 0) throw new Error(r.stderr);
+    const parsed = JSON.parse(r.stdout) as {
+      results: {
+        resources: { kind: string; name: string }[];
+        rule: string;
+        result: string;
+        message?: string;
+      }[];
+    };
+    if (
+      !parsed.results.some(
+        x => x.resources[0].kind === "PyTorchJob" && x.resources[0].name === "fits",
+      )
+    )
+      throw new Error("the PyTorchJob is not reported yet");
+    return parsed;
+  }, 60_000);
+  const ofJob = report.results.filter(
+    r => r.resources[0].kind === "PyTorchJob" && r.resources[0].name === "fits",
+  );
+  // Its quota is in the namespace's usage once its pods run: a stored object's quota is a skip.
+  expect(ofJob.find(r => r.rule === "quota-exceeded")?.result).toBe("skip");
+  expect(ofJob.filter(r => r.result === "fail")).toEqual([]);
+  // Under the module's own RBAC (package.json pepr.rbac): the built-in kinds listed and watched.
+  expect(guard.module!.watcher!.logs()).not.toMatch(/cannot list this workload kind.*pytorchjobs/);
 });

@@ -38,6 +38,19 @@ function distCopy(): string {
 }
 
 describe("deploy artifacts", () => {
+  it("the module's Secret fits kubectl apply: its last-applied annotation holds at most 256 KiB", () => {
+    // `kubectl apply -f dist/pepr-module-<uuid>.yaml` copies each object into the annotation
+    // kubectl.kubernetes.io/last-applied-configuration, which the API server caps at 262,144 bytes:
+    // a bundle grown past it is refused (the real control plane's 00-deploy-manifest proves it).
+    // Zod's locales alone once took 261 KB of the bundle (zod is imported as a namespace now).
+    const secret = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8"))
+      .map(d => d.toJS() as KubeObject)
+      .find(o => o.kind === "Secret" && o.metadata?.name?.endsWith("-module"))!;
+    const bytes = Buffer.byteLength(JSON.stringify(secret));
+    // Headroom: a change that adds 40 KB to the compressed module fails here first.
+    expect(bytes).toBeLessThan(262_144 - 40_000);
+  });
+
   it("the manifest's mutating webhooks carry reinvocationPolicy IfNeeded; the validating ones need none", () => {
     const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
       d => d.toJS() as KubeObject,

@@ -19,6 +19,8 @@ import {
   type ModuleRbac,
 } from "../support/module-rbac";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
+import { groupOf, pluralOf } from "../../lib/workload-kinds/kind-spec";
+import { BUILT_IN_KINDS } from "../../lib/workload-kinds/table";
 import { cachesSynced, eventually } from "../support/wait";
 
 /** A namespace that existed long before the controller started (no ServiceAccount made for it). */
@@ -88,6 +90,15 @@ async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
     objects: [...cluster, ...installedWebhooks(), ...rbacObjects],
     enforceRbac: rbac.identity,
   });
+  // Every ML kind's CRD served: the watcher lists and watches each (its grants in pepr.rbac).
+  for (const k of BUILT_IN_KINDS)
+    api.registerType({
+      group: groupOf(k.apiVersion),
+      version: k.apiVersion.split("/")[1],
+      kind: k.kind,
+      plural: pluralOf(k),
+      namespaced: true,
+    });
   try {
     return { api, controller: await startController({ api }) };
   } catch (e) {

@@ -22,6 +22,15 @@ const env = useEnvironment({
 let watcher: Controller;
 
 beforeAll(async () => {
+  // This cluster serves PyTorchJobs (its CRD installed) and none of the other ML kinds: the watcher
+  // watches the one and keeps probing the others, which must not stop it.
+  env.api.registerType({
+    group: "kubeflow.org",
+    version: "v1",
+    kind: "PyTorchJob",
+    plural: "pytorchjobs",
+    namespaced: true,
+  });
   watcher = await startWatcher({
     api: env.api,
     env: { ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: "1" },
@@ -145,6 +154,46 @@ describe("the PolicyReport of a namespace", () => {
       if (!failures(reportOf(NS)).includes("Deployment/serve security-context/privileged"))
         throw new Error("the Deployment is not reported yet");
     }, 20_000);
+  });
+
+  it("reports an ML workload by each role's template (its kind watched once its CRD is served)", async () => {
+    env.api.put({
+      apiVersion: "kubeflow.org/v1",
+      kind: "PyTorchJob",
+      metadata: { name: "finetune", namespace: NS },
+      spec: {
+        pytorchReplicaSpecs: {
+          Worker: {
+            replicas: 2,
+            template: {
+              metadata: { labels: { "app.kubernetes.io/component": "trainer" } },
+              spec: {
+                containers: [
+                  {
+                    name: "w",
+                    image: "ghcr.io/org/train:1",
+                    securityContext: { privileged: true },
+                  },
+                ],
+              },
+            },
+          },
+        },
+      },
+    });
+    const report = await eventually(() => {
+      const found = reportOf(NS);
+      if (!failures(found).includes("PyTorchJob/finetune security-context/privileged"))
+        throw new Error("the PyTorchJob is not reported yet");
+      return found!;
+    }, 20_000);
+    const privileged = report.results.find(
+      r => r.resources[0].kind === "PyTorchJob" && r.rule === "privileged",
+    )!;
+    expect(privileged.message).toContain("(role Worker)");
+    expect(privileged.resources[0].apiVersion).toBe("kubeflow.org/v1");
+    expect(env.api.watching("PyTorchJob")).toBe(1);
+    expect(watcher.logs()).not.toMatch(/GiveUp/);
   });
 
   it("writes nothing for a namespace whose mode is off", async () => {
