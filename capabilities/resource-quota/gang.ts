@@ -46,6 +46,14 @@ export interface GangDemand {
   queued?: string;
 }
 
+// What one pod of a role counts against quotas, computed once per role (read per quota and resource).
+const usage = new WeakMap<GangRole, ReturnType<typeof quotaUsage>>();
+function usageOf(role: GangRole) {
+  let u = usage.get(role);
+  if (!u) usage.set(role, (u = quotaUsage(role.pod.requests, role.pod.limits)));
+  return u;
+}
+
 /** What the roles that a quota matches ask of one resource together. */
 function total(
   roles: GangRole[],
@@ -58,8 +66,8 @@ function total(
   const parts: { role: GangRole; perPod: Quantity }[] = [];
   for (const role of roles) {
     if (!quotaMatches(quota, role.spec, role.bestEffort)) continue;
-    const perPod = quotaUsage(role.pod.requests, role.pod.limits).get(resource);
-    if (!perPod) continue;
+    const perPod = usageOf(role).get(resource);
+    if (!perPod || perPod.milli === 0n) continue; // a role that asks none is not in the breakdown
     format = perPod.format;
     milli += perPod.milli * BigInt(count(role));
     parts.push({ role, perPod });
@@ -98,7 +106,9 @@ export function checkGangQuotas(
     const lines: string[] = [];
     const growth: string[] = [];
     const raised: Record<string, string> = {};
-    let fewer: string | undefined;
+    const fixes: string[] = [];
+    const biggest = [...demand.roles].sort((a, b) => b.pods - a.pods)[0];
+    let fewest: bigint | undefined;
     for (const resource of tracked) {
       const now = total(demand.roles, quota, resource);
       const before = demand.old ? total(demand.old, quota, resource).milli : 0n;
@@ -122,15 +132,21 @@ export function checkGangQuotas(
         `${resource}: ${asks}, quota ${name} has ${formatQuantity(room > 0n ? room : 0n, limit.format)} of ${show(limit)} left (${formatQuantity(usedNow, limit.format)} used)`,
       );
       raised[resource] = formatQuantity(usedNow + need, limit.format);
-      // The role with the most pods, shrunk until the gang fits (the others as they are).
-      const biggest = [...now.parts].sort((a, b) => b.role.pods - a.role.pods)[0];
-      if (biggest && biggest.perPod.milli > 0n && !fewer) {
-        const others = now.milli - biggest.perPod.milli * BigInt(biggest.role.pods);
-        const fits = (room + before - others) / biggest.perPod.milli;
-        if (fits >= 0n && fits < BigInt(biggest.role.pods))
-          fewer = `lower ${biggest.role.field || `the ${biggest.role.name} role's pods`} from ${biggest.role.pods} to at most ${fits}`;
+      // The role with the most pods, shrunk until the gang fits (the others as they are): the
+      // fewest that fit every resource short.
+      const part = now.parts.find(p => p.role === biggest);
+      if (!part || part.perPod.milli <= 0n) {
+        fewest = -1n; // lowering that role frees none of this resource: no such fix
+        continue;
       }
+      const others = now.milli - part.perPod.milli * BigInt(biggest!.pods);
+      const fits = (room + before - others) / part.perPod.milli;
+      fewest = fewest === undefined || fits < fewest ? fits : fewest;
     }
+    if (biggest && fewest !== undefined && fewest >= 0n && fewest < BigInt(biggest.pods))
+      fixes.push(
+        `lower ${biggest.field || `the ${biggest.name} role's pods`} from ${biggest.pods} to at most ${fewest}`,
+      );
     if (growth.length)
       warnings.push(
         formatNote(
@@ -139,18 +155,18 @@ export function checkGangQuotas(
         ),
       );
     if (!lines.length) continue;
-    const fixes = [
-      ...(fewer ? [fewer] : []),
-      `lower each role's requests (${Object.keys(raised)
-        .map(r => `${fieldOf(r).side}.${fieldOf(r).resource}`)
-        .join(", ")})`,
+    const asked = Object.keys(raised).filter(r => r !== "pods" && r !== "count/pods");
+    if (asked.length)
+      fixes.push(
+        `lower each role's ${asked.map(r => `${fieldOf(r).side}.${fieldOf(r).resource}`).join(", ")}`,
+      );
+    fixes.push(
       `have an admin raise the quota: kubectl patch resourcequota ${name} -n ${demand.namespace} --type merge -p '${JSON.stringify({ spec: { hard: raised } })}'`,
-      ...(demand.queued
-        ? []
-        : [
-            "queue it with Kueue (label kueue.x-k8s.io/queue-name), which starts the whole job once there is room",
-          ]),
-    ];
+    );
+    if (!demand.queued)
+      fixes.push(
+        "queue it with Kueue (label kueue.x-k8s.io/queue-name), which starts the whole job once there is room",
+      );
     violations.push({
       rule: "quota-exceeded",
       message: `${demand.subject} exceeds the namespace quota as a whole (its pods start together): ${lines.join("; ")}${demand.queued ? `; ${demand.queued}: Kueue starts it when its ClusterQueue has room` : ""}`,

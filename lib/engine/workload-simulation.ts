@@ -56,8 +56,8 @@ export async function simulateWorkload(
     }
     const result = await runFixes(allPolicies, target, ctx, exemptions);
     target.fixed = new Set(result.changes.map(c => `${c.capability}/${c.rule}`));
+    // A change said once, naming the roles alike that get it too.
     const also = alsoIn(target);
-    // Roles fixed alike say so once.
     for (const c of result.changes) {
       const key = `${c.capability}/${c.rule}/${c.message}`;
       if (!said.has(key)) changes.push(also ? { ...c, message: `${c.message}${also}` } : c);
@@ -80,8 +80,12 @@ function groupAlike(targets: PodTarget[]): void {
   for (const t of targets) {
     const key = `${(t.role?.pods ?? 1) > 0}:${JSON.stringify(t.template.metadata)}:${JSON.stringify(t.template.spec)}`;
     const earlier = first.get(key);
-    if (earlier) (earlier.alike ??= []).push(((t.sameAs = earlier), t));
-    else first.set(key, t);
+    if (!earlier) {
+      first.set(key, t);
+      continue;
+    }
+    t.sameAs = earlier;
+    (earlier.alike ??= []).push(t);
   }
 }
 
