@@ -1,41 +1,15 @@
 // The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
-// action by action.
+// action by action, from the table of routes (routes.ts) that the capabilities' bindings equal.
 import { kindsInForce } from "../workload-kinds/in-force";
-import { isPod, isWorkload, type KubeObject } from "../pod";
+import { isWorkload, type KubeObject } from "../pod";
 import type { Policy } from "../policy";
-import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import type { Mode } from "../settings";
 import type { Change, Skip, Violation } from "../verdict";
 import { answer } from "./answer";
 import { contextOf, modeOf } from "./context";
 import { mutate, templateIsFixed } from "./fixes";
+import { actingFor, routeMatches, routesOf } from "./routes";
 import type { AdmissionInput, Answer, ContextInput, EngineDeps } from "./types";
-
-/**
- * The mutating actions Pepr runs on an object, in order, each with the policies it acts for
- * (capabilities/index.ts): each area's own fix on a Pod; every area's fixes on a workload template.
- */
-function mutatorsFor(
-  policies: Policy[],
-  obj: KubeObject,
-  kinds: readonly WorkloadKindSpec[],
-): Policy[][] {
-  if (isPod(obj)) return policies.filter(p => p.fix).map(p => [p]);
-  return isWorkload(obj, kinds) ? [policies] : [];
-}
-
-/**
- * The validating actions Pepr runs on an object: one shared action with every policy on a Pod or
- * a workload (capabilities/pods, capabilities/workloads); each area's own on its extra kinds.
- */
-function validatorsFor(
-  policies: Policy[],
-  obj: KubeObject,
-  kinds: readonly WorkloadKindSpec[],
-): Policy[][] {
-  if (isPod(obj) || isWorkload(obj, kinds)) return [policies];
-  return policies.filter(p => p.extraKinds?.includes(obj?.kind ?? "")).map(p => [p]);
-}
 
 export interface Review {
   kind: string;
@@ -90,13 +64,18 @@ export async function review(
     mode: modeOf(ctx).mode,
   };
 
+  // Pepr's dispatch, from the one table of routes: every mutating action on the object in order
+  // (the mutating webhook), then every validating one.
+  const routes = routesOf(policies, deps.settings).filter(r =>
+    routeMatches(r, object, request.operation, policies, deps.settings),
+  );
   const changes: Change[] = [];
-  const kinds = kindsInForce(deps.settings.workloads);
-  for (const acting of mutatorsFor(policies, object, kinds))
-    changes.push(...(await mutate(request, deps, acting)).changes);
+  for (const route of routes.filter(r => r.step === "mutate"))
+    changes.push(...(await mutate(request, deps, actingFor(route, policies))).changes);
   const answers: Answer[] = [];
-  for (const acting of validatorsFor(policies, object, kinds))
-    answers.push(await answer(request, deps, acting));
+  for (const route of routes.filter(r => r.step === "validate"))
+    answers.push(await answer(request, deps, actingFor(route, policies)));
+  const kinds = kindsInForce(deps.settings.workloads);
 
   const handled = answers.some(a => a.handled);
   // A workload not mutated is shown as its pods will be: the copy its validation was judged on.

@@ -1,0 +1,95 @@
+// The dispatch is declared twice on purpose and held equal here: the capabilities' When-chains
+// (what Pepr registers, what a Pepr user reads) and lib/engine/routes.ts (what `check` runs). Every
+// admission binding Pepr recorded is a route, in the same order per step, and nothing else is; so a
+// binding added without its route (or the reverse) fails here, not as a parity drift in e2e.
+import { capabilities, policies } from "../../capabilities";
+import { routesOf, type Route } from "../../lib/engine/routes";
+import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../lib/settings";
+import { WORKLOAD_KINDS } from "../../lib/pod";
+import { kindsInForce } from "../../lib/workload-kinds/in-force";
+import cfg from "../../package.json";
+
+interface Row {
+  capability: string;
+  step: "mutate" | "validate";
+  kind: string;
+  event: string;
+}
+
+// The settings the capabilities were registered with (as `pepr build` reads them).
+const built = settingsFromEnv(moduleEnvironment(cfg.pepr.env as Record<string, string>));
+
+function bindingRows(): Row[] {
+  return capabilities.flatMap(c =>
+    c.bindings
+      .filter(b => b.isMutate || b.isValidate)
+      .map(b => ({
+        capability: c.name,
+        step: b.isMutate ? ("mutate" as const) : ("validate" as const),
+        kind: `${b.kind.kind}.${b.kind.group}`,
+        event: String(b.event),
+      })),
+  );
+}
+
+const BUILT_IN_GROUP: Record<string, string> = {
+  Deployment: "apps",
+  StatefulSet: "apps",
+  DaemonSet: "apps",
+  ReplicaSet: "apps",
+  ReplicationController: "",
+  Job: "batch",
+  CronJob: "batch",
+};
+const EXTRA_GROUP: Record<string, string> = {
+  ConfigMap: "",
+  Secret: "",
+  Exemption: "admission-guard.dev",
+};
+
+function routeRows(routes: Route[]): Row[] {
+  return routes.flatMap(r => {
+    const kinds =
+      r.target === "pods"
+        ? ["Pod."]
+        : r.target === "workloads"
+          ? [
+              ...WORKLOAD_KINDS.map(k => `${k}.${BUILT_IN_GROUP[k]}`),
+              ...kindsInForce(built.workloads).map(
+                k => `${k.kind}.${k.apiVersion.slice(0, k.apiVersion.lastIndexOf("/"))}`,
+              ),
+            ]
+          : (policies.find(p => p.name === r.capability)?.extraKinds ?? []).map(
+              k => `${k}.${EXTRA_GROUP[k]}`,
+            );
+    const event = r.operations.includes("UPDATE") ? "CREATEORUPDATE" : "CREATE";
+    return kinds.map(kind => ({ capability: r.capability, step: r.step, kind, event }));
+  });
+}
+
+const byStep = (rows: Row[], step: Row["step"]) => rows.filter(r => r.step === step);
+
+test("every admission binding of the capabilities is a route, in order, and every route a binding", () => {
+  const bindings = bindingRows();
+  const routes = routeRows(routesOf(policies, built));
+  for (const step of ["mutate", "validate"] as const) {
+    const fromBindings = byStep(bindings, step);
+    const fromRoutes = byStep(routes, step);
+    // Within the workloads capability Pepr interleaves kinds; compare each capability's set, and
+    // the capabilities' order.
+    const order = (rows: Row[]) => [...new Set(rows.map(r => r.capability))];
+    expect(order(fromRoutes)).toEqual(order(fromBindings));
+    const key = (r: Row) => `${r.capability} ${r.kind} ${r.event}`;
+    expect(fromRoutes.map(key).sort()).toEqual(fromBindings.map(key).sort());
+  }
+});
+
+test("workloads.mutate adds the template fixes as a route (the build with it has the bindings: cluster tier 70)", () => {
+  const on = routesOf(policies, parseSettings({ workloads: { mutate: true } }));
+  expect(on.filter(r => r.capability === "workloads").map(r => r.step)).toEqual([
+    "mutate",
+    "validate",
+  ]);
+  const off = routesOf(policies, parseSettings({}));
+  expect(off.filter(r => r.capability === "workloads").map(r => r.step)).toEqual(["validate"]);
+});
