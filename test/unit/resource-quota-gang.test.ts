@@ -124,3 +124,48 @@ test("a container that does not set what the quota tracks is named with its role
   expect(violations.map(v => v.rule)).toEqual(["quota-must-specify"]);
   expect(violations[0].message).toMatch(/^TrainingRun ml\/r \(role w\): container "c"/);
 });
+
+test("a role that makes no pods is not asked to specify what the quota tracks, and asks nothing", () => {
+  const roles = [role("idle", 0, {}), role("w", 1, { cpu: "1" })];
+  expect(checkGangQuotas([quota({ "requests.cpu": "1" })], demand(roles)).violations).toEqual([]);
+});
+
+test("an exact fit is no violation; one unit more is", () => {
+  const fits = checkGangQuotas(
+    [quota({ cpu: "4" }, { cpu: "2" })],
+    demand([role("w", 2, { cpu: "1" })]),
+  );
+  expect(fits.violations).toEqual([]);
+  const over = checkGangQuotas(
+    [quota({ cpu: "4" }, { cpu: "3" })],
+    demand([role("w", 2, { cpu: "1" })]),
+  );
+  expect(over.violations[0].message).toContain("quota q has 1 of 4 left (3 used)");
+});
+
+test("growth to atMost: a warning only when it would not fit, naming what it can grow to", () => {
+  const grows = (atMost: number, hard: string) =>
+    checkGangQuotas([quota({ cpu: hard })], demand([{ ...role("g", 2, { cpu: "1" }), atMost }]))
+      .warnings;
+  expect(grows(4, "4")).toEqual([]); // grows to exactly the quota
+  expect(grows(5, "4")).toEqual([
+    expect.stringContaining(
+      "TrainingRun ml/r can outgrow quota q when it scales: cpu up to 5 at maxReplicas, 4 left",
+    ),
+  ]);
+  expect(grows(2, "1").join()).not.toContain("outgrow"); // atMost no more than now: the denial says it
+});
+
+test("in a quota already over-used (lowered below its usage), an update that adds nothing is not refused", () => {
+  const before = [role("worker", 4, { cpu: "2" })];
+  const overUsed = quota({ cpu: "6" }, { cpu: "8" });
+  expect(
+    checkGangQuotas([overUsed], demand([role("worker", 4, { cpu: "2" })], { old: before }))
+      .violations,
+  ).toEqual([]);
+  const [v] = checkGangQuotas(
+    [overUsed],
+    demand([role("worker", 5, { cpu: "2" })], { old: before }),
+  ).violations;
+  expect(v.message).toContain("quota q has 0 of 6 left (8 used)");
+});

@@ -348,3 +348,58 @@ describe("the settings workloads.kinds and workloads.builtInKinds", () => {
     expect(problems({ builtInKinds: ["PyTorchJob"] }).join()).toMatch(/builtInKinds\[0\]/);
   });
 });
+
+describe("edges the mutation run found untested", () => {
+  it("a step must be a whole field name; a path must be a string", () => {
+    expect(parsePath("spec.$x")).toMatchObject({ ok: false });
+    expect(parsePath("spec.x$")).toMatchObject({ ok: false });
+    expect(parsePath(undefined as unknown as string)).toMatchObject({ ok: false });
+  });
+
+  it("null is no value, for findAll and findAt", () => {
+    expect(findAll({ a: null }, segments("a"))).toEqual([]);
+    expect(findAll({ a: [null, 1] }, segments("a.*")).map(m => m.value)).toEqual([1]);
+    expect(findAt({ a: null }, segments("a"), [])).toBeUndefined();
+    expect(findAt({ a: [null] }, segments("a.*"), [0])).toBeUndefined();
+  });
+
+  it("a count that is not a whole non-negative number counts 0; a name that is not a string falls back to the key", () => {
+    const kind = {
+      apiVersion: "example.com/v1",
+      kind: "Run",
+      templates: [{ template: "spec.r.*.t", name: "spec.r.*.n", replicas: ["spec.r.*.c"] }],
+    };
+    const run = (c: unknown, n: unknown) => ({
+      apiVersion: "example.com/v1",
+      kind: "Run",
+      spec: { r: { main: { c, n, t: template("x") } } },
+    });
+    for (const bad of ["3", 2.5, -1, true]) expect(podRolesOf(run(bad, "x"), kind)[0].pods).toBe(0);
+    expect(podRolesOf(run(3, 7), kind)[0].name).toBe("main");
+    expect(podRolesOf(run(3, ""), kind)[0].name).toBe("main");
+    expect(podRolesOf(run(3, "lead"), kind)[0].name).toBe("lead");
+  });
+
+  it("atMost is said only when more than the pods it makes now", () => {
+    const rc = (replicas: number, maxReplicas: number) => ({
+      apiVersion: "ray.io/v1",
+      kind: "RayCluster",
+      spec: {
+        workerGroupSpecs: [{ groupName: "g", replicas, maxReplicas, template: template("r") }],
+      },
+    });
+    expect(roles(rc(3, 3))[0].atMost).toBeUndefined();
+    expect(roles(rc(3, 4))[0].atMost).toBe(4);
+  });
+
+  it("an object without a kind, an apiVersion or a group is not one of the kinds; no kinds in force, none is", () => {
+    const inForce = kindsInForce(defaultSettings().workloads);
+    expect(workloadKindOf({ kind: "PyTorchJob" }, inForce)).toBeUndefined();
+    expect(workloadKindOf({ apiVersion: "kubeflow.org/v1" }, inForce)).toBeUndefined();
+    expect(workloadKindOf({ apiVersion: "v1", kind: "PyTorchJob" }, inForce)).toBeUndefined();
+    expect(
+      workloadKindOf({ apiVersion: "kubeflow.org/v1", kind: "PyTorchJob" }, []),
+    ).toBeUndefined();
+    expect(workloadKindOf(null as unknown as KubeObject, inForce)).toBeUndefined();
+  });
+});
