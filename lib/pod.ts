@@ -7,7 +7,7 @@ import type {
   V1PodSpec,
 } from "@kubernetes/client-node";
 import { isRecord } from "./record";
-import type { WorkloadKindSpec } from "./workload-kinds/kind-spec";
+import { groupOf, type WorkloadKindSpec } from "./workload-kinds/kind-spec";
 import { workloadKindOf } from "./workload-kinds/roles";
 
 /** The minimum every object we look at has. Everything may be missing: input is untrusted. */
@@ -61,7 +61,7 @@ export function isBuiltInWorkload(obj: KubeObject): boolean {
   if (!(WORKLOAD_KINDS as readonly string[]).includes(obj?.kind ?? "")) return false;
   const apiVersion = obj.apiVersion;
   if (typeof apiVersion !== "string") return true;
-  return BUILT_IN_GROUPS.has(apiVersion.includes("/") ? apiVersion.split("/")[0] : "");
+  return BUILT_IN_GROUPS.has(groupOf(apiVersion));
 }
 
 /**
@@ -171,7 +171,7 @@ export function containersChanged(pod: KubeObject, old: KubeObject): boolean {
 }
 
 /** JSON with sorted keys: the same object whatever order its keys came in. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
     isRecord(v)
       ? Object.fromEntries(

@@ -108,7 +108,10 @@ export function checkGangQuotas(
     const raised: Record<string, string> = {};
     const fixes: string[] = [];
     const biggest = [...demand.roles].sort((a, b) => b.pods - a.pods)[0];
+    // The fewest pods of the largest role that fit every resource short; none when lowering it
+    // frees nothing of one of them.
     let fewest: bigint | undefined;
+    let shrinking = true;
     for (const resource of tracked) {
       const now = total(demand.roles, quota, resource);
       const before = demand.old ? total(demand.old, quota, resource).milli : 0n;
@@ -132,18 +135,23 @@ export function checkGangQuotas(
         `${resource}: ${asks}, quota ${name} has ${formatQuantity(room > 0n ? room : 0n, limit.format)} of ${show(limit)} left (${formatQuantity(usedNow, limit.format)} used)`,
       );
       raised[resource] = formatQuantity(usedNow + need, limit.format);
-      // The role with the most pods, shrunk until the gang fits (the others as they are): the
-      // fewest that fit every resource short.
+      // The role with the most pods, shrunk until the gang fits (the others as they are).
       const part = now.parts.find(p => p.role === biggest);
       if (!part || part.perPod.milli <= 0n) {
-        fewest = -1n; // lowering that role frees none of this resource: no such fix
+        shrinking = false;
         continue;
       }
       const others = now.milli - part.perPod.milli * BigInt(biggest!.pods);
       const fits = (room + before - others) / part.perPod.milli;
       fewest = fewest === undefined || fits < fewest ? fits : fewest;
     }
-    if (biggest && fewest !== undefined && fewest >= 0n && fewest < BigInt(biggest.pods))
+    if (
+      shrinking &&
+      biggest &&
+      fewest !== undefined &&
+      fewest >= 0n &&
+      fewest < BigInt(biggest.pods)
+    )
       fixes.push(
         `lower ${biggest.field || `the ${biggest.name} role's pods`} from ${biggest.pods} to at most ${fewest}`,
       );

@@ -96,7 +96,7 @@ const listed = (names: string[]) =>
 const roleName = (t: PodTarget) => t.role?.name ?? t.template.path;
 
 /** " (the same in roles gpu-1, gpu-2 and 62 more)": what a finding of a target says of those alike. */
-export function alsoIn(target: PodTarget): string {
+function alsoIn(target: PodTarget): string {
   const names = (target.alike ?? []).map(roleName);
   if (!names.length) return "";
   return ` (the same in ${names.length > 1 ? "roles" : "role"} ${listed(names)})`;

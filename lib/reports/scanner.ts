@@ -16,6 +16,7 @@ import { performance } from "node:perf_hooks";
 import { answer, type EngineDeps } from "../engine";
 import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
 import { kindsInForce } from "../workload-kinds/in-force";
+import { groupOf } from "../workload-kinds/kind-spec";
 import { isIgnoredNamespace } from "../settings";
 import {
   buildReport,
@@ -97,10 +98,7 @@ const unrefSleep = (ms: number) => new Promise<void>(resolve => setTimeout(resol
 
 // The API group too: a Volcano Job and a batch Job of one name are two objects.
 const keyOf = (obj: KubeObject) =>
-  `${obj.kind}.${String(obj.apiVersion ?? "")
-    .split("/")
-    .slice(0, -1)
-    .join("/")}/${obj.metadata?.name ?? ""}`;
+  `${obj.kind}.${groupOf(String(obj.apiVersion ?? ""))}/${obj.metadata?.name ?? ""}`;
 
 export class ReportScanner {
   readonly stats: ScannerStats = {

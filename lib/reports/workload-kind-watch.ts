@@ -4,12 +4,11 @@
 // the version of its table entry) until its CRD is served, then watched like the module's caches
 // (lib/watched-store.ts), every object handed to the report scan. A CRD installed later is picked
 // up at the next probe; one never installed costs a list a minute.
-import { GenericKind } from "kubernetes-fluent-client";
-import { K8s } from "kubernetes-fluent-client";
+import { GenericKind, K8s } from "kubernetes-fluent-client";
 import { describeError, withBudget, API_BUDGET_MS } from "../api-calls";
 import type { KubeObject } from "../pod";
 import { WatchedStore, type Logger } from "../watched-store";
-import { groupOf, pluralOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { groupOf, pluralOf, versionOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
 
 export const PROBE_EVERY_MS = 60_000;
 
@@ -29,7 +28,7 @@ export interface WorkloadKindWatchOptions {
 
 const gvkOf = (spec: WorkloadKindSpec) => ({
   group: groupOf(spec.apiVersion),
-  version: spec.apiVersion.slice(spec.apiVersion.lastIndexOf("/") + 1),
+  version: versionOf(spec.apiVersion),
   kind: spec.kind,
   plural: pluralOf(spec),
 });

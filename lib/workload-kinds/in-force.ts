@@ -2,7 +2,7 @@
 // and the ML kinds of the table that workloads.builtInKinds keeps. Each is one more webhook binding,
 // which Pepr filters on every request (docs/bench.md), so a platform without an operator may drop it.
 import type { Settings } from "../settings";
-import { groupOf, kindName, type WorkloadKindSpec } from "./kind-spec";
+import { kindName, type WorkloadKindSpec } from "./kind-spec";
 import { BUILT_IN_KINDS } from "./table";
 
 const memo = new WeakMap<object, readonly WorkloadKindSpec[]>();
@@ -14,9 +14,7 @@ export function kindsInForce(workloads: Settings["workloads"]): readonly Workloa
   const platform = workloads.kinds;
   const kept = new Set<string>(workloads.builtInKinds);
   const builtIn = BUILT_IN_KINDS.filter(
-    b =>
-      kept.has(kindName(b)) &&
-      !platform.some(p => p.kind === b.kind && groupOf(p.apiVersion) === groupOf(b.apiVersion)),
+    b => kept.has(kindName(b)) && !platform.some(p => kindName(p) === kindName(b)),
   );
   kinds = [...platform, ...builtIn];
   memo.set(workloads, kinds);

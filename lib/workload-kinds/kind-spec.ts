@@ -48,6 +48,10 @@ export interface WorkloadKindSpec {
 export const groupOf = (apiVersion: string): string =>
   apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "";
 
+/** "kubeflow.org/v1" → "v1". */
+export const versionOf = (apiVersion: string): string =>
+  apiVersion.slice(apiVersion.lastIndexOf("/") + 1);
+
 export const pluralOf = (spec: WorkloadKindSpec): string =>
   spec.plural ?? `${spec.kind.toLowerCase()}s`;
 

@@ -1,6 +1,7 @@
 // The setting workloads.kinds, validated: every path parses, counts are whole numbers, and a kind
 // is named once. A bad entry is a named error at start (and at build), never a skip per request.
 import * as z from "zod";
+import { groupOf, kindName } from "./kind-spec";
 import { parsePath } from "./paths";
 
 const path = z.string().superRefine((p, ctx) => {
@@ -50,12 +51,12 @@ export const WorkloadKindsSchema = z
   .superRefine((kinds, ctx) => {
     const seen = new Set<string>();
     kinds.forEach((k, i) => {
-      const key = `${k.apiVersion.split("/")[0]}/${k.kind}`;
+      const key = kindName(k);
       if (seen.has(key))
         ctx.addIssue({
           code: "custom",
           path: [i],
-          message: `${k.kind} of ${k.apiVersion.split("/")[0]} is listed twice`,
+          message: `${k.kind} of ${groupOf(k.apiVersion)} is listed twice`,
         });
       seen.add(key);
     });

@@ -19,7 +19,7 @@ import {
   type ModuleRbac,
 } from "../support/module-rbac";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
-import { groupOf, pluralOf } from "../../lib/workload-kinds/kind-spec";
+import { groupOf, pluralOf, versionOf } from "../../lib/workload-kinds/kind-spec";
 import { BUILT_IN_KINDS } from "../../lib/workload-kinds/table";
 import { cachesSynced, eventually } from "../support/wait";
 
@@ -94,7 +94,7 @@ async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
   for (const k of BUILT_IN_KINDS)
     api.registerType({
       group: groupOf(k.apiVersion),
-      version: k.apiVersion.split("/")[1],
+      version: versionOf(k.apiVersion),
       kind: k.kind,
       plural: pluralOf(k),
       namespaced: true,

@@ -7,6 +7,7 @@ import { routesOf, type Route } from "../../lib/engine/routes";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../lib/settings";
 import { WORKLOAD_KINDS } from "../../lib/pod";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
+import { groupOf } from "../../lib/workload-kinds/kind-spec";
 import cfg from "../../package.json";
 
 interface Row {
@@ -55,9 +56,7 @@ function routeRows(routes: Route[]): Row[] {
         : r.target === "workloads"
           ? [
               ...WORKLOAD_KINDS.map(k => `${k}.${BUILT_IN_GROUP[k]}`),
-              ...kindsInForce(built.workloads).map(
-                k => `${k.kind}.${k.apiVersion.slice(0, k.apiVersion.lastIndexOf("/"))}`,
-              ),
+              ...kindsInForce(built.workloads).map(k => `${k.kind}.${groupOf(k.apiVersion)}`),
             ]
           : (policies.find(p => p.name === r.capability)?.extraKinds ?? []).map(
               k => `${k}.${EXTRA_GROUP[k]}`,
