@@ -24,7 +24,7 @@ export default [
       ".e2e",
       "bench/runs",
       "reports",
-      ".stryker-tmp",
+      ".stryker-tmp*",
       "jest.config.js",
       "jest.cluster.config.js",
       "jest.node.config.js",

@@ -1,7 +1,19 @@
 // Mutation testing of the unit tests (StrykerJS): `npm run test:mutation`. Slow (the whole run
 // takes on the order of an hour on a 2-core machine), so not part of CI. One area at a time:
 //   npx stryker run --mutate 'capabilities/security-context/**/*.ts'
-// Reports: reports/mutation/mutation.html (and mutation.json), the score per file in the terminal.
+// With MUTATION_TESTS (comma-separated paths under the root) only those unit tests run, which
+// makes one area fit in minutes instead of hours:
+//   MUTATION_TESTS=test/unit/payload-size.test.ts npx stryker run --mutate 'capabilities/payload-size/*.ts'
+// Reports: reports/mutation/mutation.html (and mutation.json), the score per file in the terminal;
+// MUTATION_NAME=<name> writes reports/mutation/<name>.html and .json and works in its own
+// temporary directory, so that runs over different areas can go side by side.
+const onlyTests = process.env.MUTATION_TESTS?.split(",")
+  .map(path => path.trim())
+  .filter(Boolean)
+  .map(path => `<rootDir>/${path}`);
+
+const name = process.env.MUTATION_NAME || "mutation";
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   packageManager: "npm",
@@ -24,7 +36,7 @@ export default {
     // properties (fast-check) end at the first counterexample and after 3 s of runs here
     // (test/support/mutation-fast-check.js): a mutant that slows one down costs a timeout each.
     config: {
-      testMatch: ["<rootDir>/test/unit/**/*.test.ts"],
+      testMatch: onlyTests?.length ? onlyTests : ["<rootDir>/test/unit/**/*.test.ts"],
       // Jest finds the tests related to a mutated file in its module map, which holds only what
       // is under its roots: with the sources there too, a test reaching the file through
       // capabilities/index.ts (the engine, check and properties tests) counts as related.
@@ -45,10 +57,10 @@ export default {
   checkers: [],
   // On top of 1.5 times the tests' own time and jest's start-up (measured by the initial run).
   timeoutMS: 5000,
-  ignorePatterns: ["/dist", "/.e2e", "/coverage", "/bench/runs", "/reports"],
+  ignorePatterns: ["/dist", "/.e2e", "/coverage", "/bench/runs", "/reports", "/.stryker-tmp*"],
   reporters: ["clear-text", "progress", "html", "json"],
-  htmlReporter: { fileName: "reports/mutation/mutation.html" },
-  jsonReporter: { fileName: "reports/mutation/mutation.json" },
-  tempDirName: ".stryker-tmp",
+  htmlReporter: { fileName: `reports/mutation/${name}.html` },
+  jsonReporter: { fileName: `reports/mutation/${name}.json` },
+  tempDirName: name === "mutation" ? ".stryker-tmp" : `.stryker-tmp-${name}`,
   cleanTempDir: true,
 };

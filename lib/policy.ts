@@ -2,6 +2,7 @@
 // no Pepr, no network — what they need from the cluster comes through ctx.cluster.
 import type { ClusterView, NamespaceInfo } from "./cluster";
 import type { KubeObject, PodTemplateRef } from "./pod";
+import type { StoredVersion } from "./engine/update-gate";
 import type { Settings } from "./settings";
 import type { Change, Skip, Violation } from "./verdict";
 import type { PodRole } from "./workload-kinds/roles";
@@ -38,8 +39,11 @@ export interface RuleContext {
   namespace?: NamespaceInfo;
   cluster: ClusterView;
   operation: Operation;
-  /** The stored object on UPDATE. */
-  oldObject?: KubeObject;
+  /**
+   * On an UPDATE, the stored version to compare with (lib/engine/update-gate.ts): the one way a
+   * rule tells an update from a creation.
+   */
+  stored?: StoredVersion;
   /** A dry-run request: no side effects (e.g. no ServiceAccount is created). */
   dryRun: boolean;
   /**

@@ -28,6 +28,7 @@ import {
   withoutPeprAnnotations,
   withThousands,
 } from "./measure";
+import type { StoredVersion } from "../../lib/engine/update-gate";
 import { isRecord } from "../../lib/record";
 
 export const CAPABILITY = "payload-size";
@@ -137,7 +138,7 @@ export function checkPayload(
   const findings = noFindings();
   const limits = ctx.settings.payload;
   if (!limits.enabled) return findings;
-  const old = ctx.operation === "UPDATE" ? ctx.oldObject : undefined;
+  const old = ctx.stored?.object;
   const v = findings.violations;
 
   // Whole object. A limit of 0 turns a check off.
@@ -158,7 +159,7 @@ export function checkPayload(
   }
 
   checkAnnotations(v, stored.metadata?.annotations, "metadata.annotations", limits, old?.metadata);
-  if (target) checkPodSpec(v, target, limits, old);
+  if (target) checkPodSpec(v, target, limits, ctx.stored);
   return findings;
 }
 
@@ -219,20 +220,15 @@ const CONTAINER_COUNTS: {
   },
 ];
 
-/** The same pod spec in the stored version of the object (UPDATE of a workload). */
-function oldTemplateOf(old: KubeObject | undefined, target: PodTarget) {
-  if (!old) return undefined;
-  let node: unknown = old;
-  for (const key of target.template.path.split(".").filter(Boolean)) {
-    node = isRecord(node) ? node[key] : undefined;
-  }
-  return isRecord(node) ? node : undefined;
-}
-
-function checkPodSpec(v: RuleViolation[], target: PodTarget, limits: Limits, old?: KubeObject) {
+function checkPodSpec(
+  v: RuleViolation[],
+  target: PodTarget,
+  limits: Limits,
+  stored: StoredVersion | undefined,
+) {
   const template = target.template;
-  const oldTemplate = oldTemplateOf(old, target);
-  const oldSpec = isRecord(oldTemplate?.spec) ? oldTemplate.spec : undefined;
+  const oldTemplate = stored?.templateAt(target);
+  const oldSpec = oldTemplate && (oldTemplate.spec as unknown as Record<string, unknown>);
   const oldContainer = (kind: string, name: unknown) => {
     const list = oldSpec?.[kind];
     return Array.isArray(list)
@@ -247,7 +243,7 @@ function checkPodSpec(v: RuleViolation[], target: PodTarget, limits: Limits, old
       template.metadata.annotations,
       fieldPath(template, "metadata.annotations"),
       limits,
-      oldTemplate ? (isRecord(oldTemplate.metadata) ? oldTemplate.metadata : {}) : undefined,
+      oldTemplate?.metadata,
     );
 
   const volumes = countOf(template.spec.volumes);

@@ -9,13 +9,7 @@
 // settings.resourceQuota.onUnavailable is "deny". See docs/resource-quota.md.
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import type { V1PodSpec } from "@kubernetes/client-node";
-import {
-  describeObject,
-  isPod,
-  podTemplateOf,
-  type KubeObject,
-  type PodTemplateRef,
-} from "../../lib/pod";
+import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/pod";
 import { formatNote } from "../../lib/verdict";
 import {
   noFindings,
@@ -24,7 +18,6 @@ import {
   type RuleContext,
   type RuleFindings,
 } from "../../lib/policy";
-import { workloadTargets } from "../../lib/workload-kinds/targets";
 import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
 import { checkGangQuotas, type GangRole } from "./gang";
 import { checkNodeFit } from "./node-fit";
@@ -81,14 +74,11 @@ function unavailable(
 }
 
 /** The stored object's pods on UPDATE, or undefined when it has none to compare with. */
-function previous(ctx: RuleContext, defaults: LimitRangeDefaults) {
-  if (ctx.operation !== "UPDATE" || !ctx.oldObject || typeof ctx.oldObject !== "object")
-    return undefined;
-  const old = structuredClone(ctx.oldObject) as KubeObject;
-  const template = podTemplateOf(old);
-  if (!template) return undefined;
+function previous(ctx: RuleContext, target: PodTemplateRef, defaults: LimitRangeDefaults) {
+  const template = ctx.stored?.templateAt({ template: target });
+  if (!ctx.stored || !template) return undefined;
   const pod = podResources(template, defaults);
-  return { pod, spec: template.spec, pods: podCount(old)?.pods ?? 0 };
+  return { pod, spec: template.spec, pods: podCount(ctx.stored.object)?.pods ?? 0 };
 }
 
 const invalidQuantity = (subject: string, errors: string[]) => ({
@@ -114,7 +104,7 @@ function checkResources(
     return findings;
   }
   const count = podCount(object);
-  const old = previous(ctx, defaults);
+  const old = previous(ctx, template, defaults);
   if (old) {
     // An UPDATE that neither adds pods nor changes what they ask or where they go creates no new pods.
     const same = schedulingSignature(pod, template.spec) === schedulingSignature(old.pod, old.spec);
@@ -208,7 +198,10 @@ function checkRole(object: KubeObject, target: PodTarget, ctx: RuleContext): Rul
 }
 
 /** The roles as the quota sees them; undefined when a role's quantities do not parse (checkRole says so). */
-function gangRoles(targets: PodTarget[], defaults: LimitRangeDefaults): GangRole[] | undefined {
+function gangRoles(
+  targets: readonly PodTarget[],
+  defaults: LimitRangeDefaults,
+): GangRole[] | undefined {
   const roles: GangRole[] = [];
   const parsed = new Map<PodTarget, ReturnType<typeof podResources>>();
   for (const t of targets) {
@@ -263,13 +256,7 @@ function checkGang(object: KubeObject, targets: PodTarget[], ctx: RuleContext): 
     return findings;
   }
   if (!quotas.length) return findings;
-  const old =
-    ctx.operation === "UPDATE" && ctx.oldObject
-      ? gangRoles(
-          workloadTargets(structuredClone(ctx.oldObject), kindsInForce(ctx.settings.workloads)),
-          defaults,
-        )
-      : undefined;
+  const old = ctx.stored && gangRoles(ctx.stored.targets, defaults);
   const result = checkGangQuotas(quotas, {
     subject,
     namespace,
@@ -304,15 +291,14 @@ export const resourceQuotaPolicy: Policy = {
     "Denies early, with the numbers, pods and workloads that exceed the namespace quota or fit no node",
   check(object, target, ctx) {
     if (!ctx.settings.resourceQuota.enabled || !target) return noFindings();
-    // Pods: on CREATE (resizing a running pod is the kubelet's business). Workloads: CREATE and UPDATE.
-    if (isPod(object) ? ctx.operation !== "CREATE" : !["CREATE", "UPDATE"].includes(ctx.operation))
-      return noFindings();
+    // A Pod's resources and count are fixed at creation (resizing a running pod is the kubelet's
+    // business): an update of one adds nothing to a quota. A workload's update: what it adds.
+    if (isPod(object) && ctx.stored) return noFindings();
     if (target.role) return checkRole(object, target, ctx);
     return checkResources(object, target.template, ctx);
   },
   checkGang(object, targets, ctx) {
-    if (!ctx.settings.resourceQuota.enabled || !["CREATE", "UPDATE"].includes(ctx.operation))
-      return noFindings();
+    if (!ctx.settings.resourceQuota.enabled) return noFindings();
     return checkGang(object, targets, ctx);
   },
 };

@@ -2,9 +2,8 @@
 // "restricted", fix first.
 //   fix:   fills the unset fields restricted needs (fix.ts)
 //   check: PSA's restricted checks at version latest, one file each (checks/)
-import type { V1PodSpec } from "@kubernetes/client-node";
 import { recordedFixes } from "../../lib/engine";
-import { isPod, podTemplateOf, type PodTemplateRef } from "../../lib/pod";
+import { isPod, type PodTemplateRef } from "../../lib/pod";
 import {
   noFindings,
   type Policy,
@@ -59,16 +58,15 @@ export const securityContextPolicy: Policy = {
     // context of the other containers cannot change, and was judged when the pod was created (PSA
     // too lets image changes through). So only the ephemeral containers are judged, with the
     // pod-level fields they inherit; the engine drops what the stored pod already had.
-    if (!target.isTemplate && ctx.operation === "UPDATE" && isPod(object) && ctx.oldObject) {
-      const ephemeral = (spec?: V1PodSpec) => spec?.ephemeralContainers?.length ?? 0;
+    if (!target.isTemplate && isPod(object) && ctx.stored) {
       template = { ...template, spec: { ...template.spec, containers: [], initContainers: [] } };
-      debugging = ephemeral(template.spec) > ephemeral(podTemplateOf(ctx.oldObject)?.spec);
+      debugging = ctx.stored.addsEphemeralContainers;
     }
     findings.violations = evaluatePod(template, "restricted")
       .filter(outcome => !outcome.allowed)
       .map(toViolation)
       .map(v => (debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v));
-    if (!debugging && ctx.operation === "CREATE") {
+    if (!ctx.stored) {
       const said = await imageFindings(target, ctx);
       findings.warnings = said.warnings;
       findings.violations.push(...said.violations);

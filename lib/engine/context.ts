@@ -5,6 +5,7 @@ import type { KubeObject } from "../pod";
 import type { Policy, RuleContext } from "../policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode } from "../settings";
 import type { AdmissionInput, ContextInput, EngineDeps } from "./types";
+import { storedVersionOf } from "./update-gate";
 
 export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
   const namespaceName = obj?.metadata?.namespace || input.namespace || "";
@@ -14,7 +15,7 @@ export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
     namespaceName,
     namespace: namespaceName ? input.cluster.namespace(namespaceName) : undefined,
     operation: input.operation ?? "CREATE",
-    oldObject: input.oldObject,
+    stored: storedVersionOf(obj, input.operation ?? "CREATE", input.oldObject, input.settings),
     dryRun: input.dryRun ?? false,
     scan: input.scan ?? false,
     policies: input.policies ?? [],

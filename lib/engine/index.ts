@@ -14,8 +14,10 @@
 //
 // One file per concern: types.ts (the request and the answers), context.ts (namespace, mode, which
 // policies act, Exemptions), fixes.ts (the mutating step), fix-trace.ts (what it leaves on the
-// object), workload-simulation.ts (a workload judged as its pods will be), validation.ts (the one
-// gate and the checks), answer.ts (the validating step), review.ts (the offline replay).
+// object), workload-simulation.ts (a workload judged as its pods will be), update-gate.ts (what
+// is judged at all, and the stored version an UPDATE is compared with), validation.ts (the
+// checks), answer.ts (the validating step), routes.ts (which step runs on what), review.ts (the
+// offline replay).
 export type {
   AdmissionInput,
   Answer,
@@ -28,6 +30,6 @@ export { applicability, contextFor, modeOf, policyApplies, type Applicability } 
 export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
 export { mutate, templateIsFixed } from "./fixes";
-export { needsJudging } from "./validation";
+export { needsJudging, storedVersionOf, type StoredVersion } from "./update-gate";
 export { answer, decide, judgesObject, pendingWarnings, type Decision } from "./answer";
 export { review, type Review } from "./review";

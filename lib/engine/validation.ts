@@ -1,17 +1,8 @@
-// The validating step's findings: which objects are judged at all (the one gate), each acting
-// policy's checks, and an UPDATE judged on what it changes.
+// The validating step's findings: each acting policy's checks, on what the update gate lets
+// through (update-gate.ts), and an UPDATE judged on what it changes.
 import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
-import {
-  containersChanged,
-  hasController,
-  isBeingDeleted,
-  isPod,
-  isWorkload,
-  podTemplateOf,
-  workloadSpecChanged,
-  type KubeObject,
-} from "../pod";
+import { isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
 import type { Policy, RuleContext } from "../policy";
 import { emptyFindings, mergeFindings, type Findings } from "../verdict";
 import { policyApplies, speaksFirst } from "./context";
@@ -24,6 +15,7 @@ import {
   stampFindings,
 } from "./findings";
 import { recordedFixFailures } from "./fix-trace";
+import { needsJudging } from "./update-gate";
 import { simulateWorkload, whichRoles, type Simulation } from "./workload-simulation";
 
 /**
@@ -106,37 +98,14 @@ function withoutRepeats(findings: Findings): Findings {
 }
 
 /**
- * Whether an object is judged at all, before any policy runs: the one gate for what makes no new
- * pod, as Pod Security Admission has one (isSignificantPodUpdate).
- * - A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is its owner's
- *   template: judged when the owner was applied, and its pods are judged one by one as they are
- *   created. Judging it again would stall a rollout in a namespace whose quota is full (the new
- *   ReplicaSet counted whole, where the rollout adds only its surge) or after a rule changed.
- * - An object being deleted is never refused (its finalizers are being removed).
- * - A workload UPDATE that leaves its spec alone (labels, annotations, finalizers, status) makes
- *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges.
- */
-export function needsJudging(
-  obj: KubeObject,
-  ctx: Pick<RuleContext, "operation" | "oldObject"> & { settings?: RuleContext["settings"] },
-): boolean {
-  const kinds = ctx.settings && kindsInForce(ctx.settings.workloads);
-  if (isWorkload(obj, kinds) && hasController(obj)) return false;
-  if (ctx.operation !== "UPDATE" || !ctx.oldObject) return true;
-  if (isBeingDeleted(obj)) return false;
-  if (isPod(obj) && isPod(ctx.oldObject)) return containersChanged(obj, ctx.oldObject);
-  if (isWorkload(obj, kinds)) return workloadSpecChanged(obj, ctx.oldObject);
-  return true;
-}
-
-/**
  * The acting policies' validation of an object, in order, merged.
  *
  * An UPDATE that needsJudging (a changed image, an added ephemeral container, a workload's new
  * template or more replicas) is judged on what it changes: every policy judges the object as it
  * will be stored and as it is stored, and only what the stored one did not already have counts —
  * an object admitted earlier (under another mode or older rules) is never refused an update for
- * something it had since its creation, and a scale-down is never refused.
+ * something it had since its creation, and a scale-down is never refused. The stored one is
+ * judged in the same context, as an update to itself: what would be raised even if nothing changed.
  */
 export async function validateAll(
   acting: Policy[],
@@ -146,12 +115,9 @@ export async function validateAll(
   exemptions: ApplicableExemptions,
 ): Promise<Validation> {
   if (!needsJudging(obj, ctx)) return { findings: emptyFindings() };
-  const old = ctx.oldObject;
-  const kinds = kindsInForce(ctx.settings.workloads);
-  const comparable =
-    old && (isPod(obj) ? isPod(old) : isWorkload(obj, kinds) && isWorkload(old, kinds));
-  if (ctx.operation !== "UPDATE" || !comparable)
-    return validateEach(acting, obj, ctx, allPolicies, exemptions);
+  const old = ctx.stored?.object;
+  const comparable = old && (isPod(obj) || isWorkload(obj, kindsInForce(ctx.settings.workloads)));
+  if (!comparable) return validateEach(acting, obj, ctx, allPolicies, exemptions);
   const [now, before] = await Promise.all([
     validateEach(acting, obj, ctx, allPolicies, exemptions),
     validateEach(acting, old, ctx, allPolicies, exemptions),

@@ -3,7 +3,7 @@
 // scale-down or a finalizer removal is never refused, and only what an update adds counts.
 import { policies } from "../../capabilities";
 import { SnapshotCluster } from "../../lib/cluster";
-import { needsJudging, review } from "../../lib/engine";
+import { needsJudging, review, storedVersionOf } from "../../lib/engine";
 import type { KubeObject } from "../../lib/pod";
 import { defaultSettings } from "../../lib/settings";
 
@@ -83,19 +83,86 @@ const judge = (
 
 const PRIVILEGED = { securityContext: { privileged: true } };
 
+/** The gate's view of an update from `old` to `object`. */
+const gate = (object: KubeObject, old?: KubeObject) => ({
+  stored: storedVersionOf(object, old ? "UPDATE" : "CREATE", old, defaultSettings()),
+  settings: defaultSettings(),
+});
+
 describe("needsJudging", () => {
   it("a controller's workload, an object being deleted, and updates that change no spec are not judged", () => {
     const d = deployment(2);
-    expect(needsJudging(d, { operation: "CREATE" })).toBe(true);
-    expect(needsJudging(replicaSet(1), { operation: "CREATE" })).toBe(false);
+    expect(needsJudging(d, gate(d))).toBe(true);
+    expect(needsJudging(replicaSet(1), gate(replicaSet(1)))).toBe(false);
     const relabelled = { ...d, metadata: { ...d.metadata, labels: { team: "a" } } };
-    expect(needsJudging(relabelled, { operation: "UPDATE", oldObject: d })).toBe(false);
+    expect(needsJudging(relabelled, gate(relabelled, d))).toBe(false);
     const deleting = {
       ...deployment(3),
       metadata: { ...d.metadata, deletionTimestamp: "2026-12-01T00:00:00Z" },
     } as unknown as KubeObject;
-    expect(needsJudging(deleting, { operation: "UPDATE", oldObject: d })).toBe(false);
-    expect(needsJudging(deployment(3), { operation: "UPDATE", oldObject: d })).toBe(true);
+    expect(needsJudging(deleting, gate(deleting, d))).toBe(false);
+    expect(needsJudging(deployment(3), gate(deployment(3), d))).toBe(true);
+  });
+
+  it("a Pod update is judged only when a container changes: an image, an ephemeral container", () => {
+    const pod = (spec: Obj): KubeObject => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: NS },
+      spec: { containers: [{ name: "a", image: "ghcr.io/org/a:1" }], ...spec },
+    });
+    const stored = pod({});
+    const tolerated = pod({ tolerations: [{ operator: "Exists" }] });
+    expect(needsJudging(tolerated, gate(tolerated, stored))).toBe(false);
+    const newImage = pod({ containers: [{ name: "a", image: "ghcr.io/org/a:2" }] });
+    expect(needsJudging(newImage, gate(newImage, stored))).toBe(true);
+  });
+});
+
+describe("the stored version the rules compare with", () => {
+  const settings = defaultSettings();
+  it("exists only on an UPDATE whose stored object is of the same kind", () => {
+    const d = deployment(2);
+    expect(storedVersionOf(d, "CREATE", deployment(1), settings)).toBeUndefined();
+    expect(storedVersionOf(d, "UPDATE", undefined, settings)).toBeUndefined();
+    expect(storedVersionOf(d, "UPDATE", replicaSet(1), settings)).toBeUndefined();
+    expect(storedVersionOf(d, "UPDATE", deployment(1), settings)?.object.spec).toMatchObject({
+      replicas: 1,
+    });
+  });
+
+  it("finds the stored template at the target's place, without touching the request's object", () => {
+    const old = deployment(1, { image: "ghcr.io/org/serve:0" }) as Obj;
+    delete old.spec.template.metadata;
+    const stored = storedVersionOf(deployment(2), "UPDATE", old as KubeObject, settings)!;
+    const at = stored.templateAt({
+      template: { path: "spec.template", metadata: {}, spec: { containers: [] } },
+    });
+    expect(at?.spec.containers[0].image).toBe("ghcr.io/org/serve:0");
+    const atPodPlace = { path: "", metadata: {}, spec: { containers: [] } };
+    expect(stored.templateAt({ template: atPodPlace })).toBeUndefined();
+    expect(stored.targets).toHaveLength(1);
+    expect(old.spec.template.metadata).toBeUndefined();
+  });
+
+  it("says whether a Pod update adds ephemeral containers (kubectl debug)", () => {
+    const pod = (ephemeral: number): KubeObject => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: NS },
+      spec: {
+        containers: [{ name: "a", image: "ghcr.io/org/a:1" }],
+        ephemeralContainers: Array.from({ length: ephemeral }, (_, i) => ({
+          name: `debugger-${i}`,
+          image: "busybox",
+        })),
+      },
+    });
+    expect(storedVersionOf(pod(1), "UPDATE", pod(0), settings)?.addsEphemeralContainers).toBe(true);
+    expect(storedVersionOf(pod(1), "UPDATE", pod(1), settings)?.addsEphemeralContainers).toBe(
+      false,
+    );
+    expect(storedVersionOf(pod(2), "UPDATE", pod(1), settings)?.addsEphemeralContainers).toBe(true);
   });
 });
 

@@ -1,0 +1,101 @@
+// The one UPDATE gate, as Pod Security Admission has one (isSignificantPodUpdate): whether an
+// object is judged at all, and, on an UPDATE, the stored version every rule compares with. No rule
+// reads the request's operation or old object; they read ctx.stored, made here once per request.
+import { kindsInForce } from "../workload-kinds/in-force";
+import { workloadTargets } from "../workload-kinds/targets";
+import {
+  containersChanged,
+  hasController,
+  isBeingDeleted,
+  isPod,
+  isWorkload,
+  podTemplateOf,
+  workloadSpecChanged,
+  type KubeObject,
+  type PodTemplateRef,
+} from "../pod";
+import type { Operation, PodTarget, RuleContext } from "../policy";
+import { isRecord } from "../record";
+import type { Settings } from "../settings";
+
+/**
+ * The stored version of an object being updated, as the rules compare with it:
+ * - payload-size: a measure that did not grow only warns (an object already too big stays editable);
+ * - resource-quota: only the pods an update adds, and what they ask on top, count against the quota;
+ * - security-context: on a Pod, only the ephemeral containers an update adds are new.
+ * What every rule found in the stored version already is dropped by the engine (validateAll).
+ */
+export interface StoredVersion {
+  /** The stored object, as the request carries it: read it, never change it. */
+  readonly object: KubeObject;
+  /** The stored pod template at the target's place (the Pod's own, a workload's, a role's). */
+  templateAt(target: Pick<PodTarget, "template">): PodTemplateRef | undefined;
+  /** The stored object's pod templates, role by role: what a gang asked before. */
+  readonly targets: readonly PodTarget[];
+  /** A Pod UPDATE that adds ephemeral containers (`kubectl debug`). */
+  readonly addsEphemeralContainers: boolean;
+}
+
+/**
+ * The stored version on an UPDATE whose old object is of the same kind; undefined on CREATE (and
+ * for an UPDATE without one: judged as a CREATE). Its parts are worked out when first read.
+ */
+export function storedVersionOf(
+  obj: KubeObject,
+  operation: Operation,
+  oldObject: KubeObject | undefined,
+  settings: Settings,
+): StoredVersion | undefined {
+  if (operation !== "UPDATE" || !isRecord(oldObject) || !isRecord(obj)) return undefined;
+  if (oldObject.kind !== obj.kind) return undefined;
+  let targets: PodTarget[] | undefined;
+  const stored: StoredVersion = {
+    object: oldObject,
+    get targets() {
+      if (!targets) {
+        // A copy: finding a template fills in a missing metadata, which the request's must not get.
+        const object = structuredClone(oldObject);
+        const template = isPod(object) ? podTemplateOf(object) : undefined;
+        targets = template
+          ? [{ object, template, isTemplate: false }]
+          : workloadTargets(object, kindsInForce(settings.workloads));
+      }
+      return targets;
+    },
+    templateAt: target =>
+      stored.targets.find(t => t.template.path === target.template.path)?.template,
+    get addsEphemeralContainers() {
+      const count = (o: KubeObject) =>
+        isRecord(o.spec) && Array.isArray(o.spec.ephemeralContainers)
+          ? o.spec.ephemeralContainers.length
+          : 0;
+      return isPod(obj) && count(obj) > count(oldObject);
+    },
+  };
+  return stored;
+}
+
+/**
+ * Whether an object is judged at all, before any policy runs: the one gate for what makes no new
+ * pod.
+ * - A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is its owner's
+ *   template: judged when the owner was applied, and its pods are judged one by one as they are
+ *   created. Judging it again would stall a rollout in a namespace whose quota is full (the new
+ *   ReplicaSet counted whole, where the rollout adds only its surge) or after a rule changed.
+ * - An object being deleted is never refused (its finalizers are being removed).
+ * - A workload UPDATE that leaves its spec alone (labels, annotations, finalizers, status) makes
+ *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges.
+ */
+export function needsJudging(
+  obj: KubeObject,
+  ctx: Pick<RuleContext, "stored"> & { settings?: RuleContext["settings"] },
+): boolean {
+  const kinds = ctx.settings && kindsInForce(ctx.settings.workloads);
+  if (isWorkload(obj, kinds) && hasController(obj)) return false;
+  const old = ctx.stored?.object;
+  if (!old) return true;
+  if (isBeingDeleted(obj)) return false;
+  if (isPod(obj)) return containersChanged(obj, old);
+  if (isWorkload(obj, kinds)) return workloadSpecChanged(obj, old);
+  return true;
+}
