@@ -20,7 +20,9 @@ export interface ImageRef {
   normalised: string;
 }
 
-export type ParsedImage = { ok: true; ref: ImageRef } | { ok: false; reason: string };
+export type ParsedImage =
+  | { readonly ok: true; readonly ref: Readonly<ImageRef> }
+  | { readonly ok: false; readonly reason: string };
 
 const DEFAULT_REGISTRY = "docker.io";
 
@@ -34,12 +36,30 @@ export function formatRef(
   );
 }
 
+// Every request parses its images two or three times (the mirror rewrite, the allow-list, the
+// image's user), and a cluster runs few distinct images: each is parsed once. Bounded: the map
+// starts again when full. The results are frozen, since they are shared.
+const PARSED_CAPACITY = 4096;
+const parsedImages = new Map<string, ParsedImage>();
+
 /** Parses an image as written in a container spec. Never throws. */
 export function parseImage(image: unknown): ParsedImage {
   if (typeof image !== "string") return { ok: false, reason: "the image is not set" };
-  if (image === "") return { ok: false, reason: "the image is empty" };
+  // Never kept: a reference too long to be valid (the map holds at most 4096 short strings).
   if (image.length > MAX_REFERENCE_LENGTH)
     return { ok: false, reason: `the image is ${image.length} characters long` };
+  let parsed = parsedImages.get(image);
+  if (!parsed) {
+    if (parsedImages.size >= PARSED_CAPACITY) parsedImages.clear();
+    parsed = parseOnce(image);
+    if (parsed.ok) Object.freeze(parsed.ref);
+    parsedImages.set(image, Object.freeze(parsed));
+  }
+  return parsed;
+}
+
+function parseOnce(image: string): ParsedImage {
+  if (image === "") return { ok: false, reason: "the image is empty" };
   if (image !== image.trim()) return { ok: false, reason: "the image has surrounding spaces" };
   try {
     const parsed = parseFamiliarName(image);

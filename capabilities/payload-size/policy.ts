@@ -1,7 +1,7 @@
 // The payload-size policy (pure; index.ts is its Pepr capability): oversize objects and runaway env/volume/annotation counts, on Pods, workloads,
 // ConfigMaps and Secrets (CREATE and UPDATE). Limits: settings.payload.
 import type { Policy } from "../../lib/policy";
-import { CAPABILITY, checkPayload } from "./rules";
+import { CAPABILITY, checkGangPayload, checkPayload } from "./rules";
 
 export const payloadSizePolicy: Policy = {
   name: CAPABILITY,
@@ -18,4 +18,5 @@ export const payloadSizePolicy: Policy = {
     "Denies oversize objects and runaway env, volume and annotation counts, naming the biggest parts",
   extraKinds: ["ConfigMap", "Secret"],
   check: (object, target, ctx) => checkPayload(object, target, ctx),
+  checkGang: (object, roles, ctx) => checkGangPayload(object, roles, ctx),
 };

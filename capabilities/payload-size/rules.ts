@@ -42,8 +42,11 @@ interface Part {
   bytes: number;
 }
 
-/** The parts of an object worth naming, biggest first. */
-export function biggestParts(obj: KubeObject, target: PodTarget | undefined): Part[] {
+/**
+ * The parts of an object worth naming, biggest first: a Pod's or a workload's containers, or, for
+ * a workload with several roles, each role's pod template.
+ */
+export function biggestParts(obj: KubeObject, targets: readonly PodTarget[]): Part[] {
   const parts: Part[] = [];
   const annotate = (annotations: unknown, where: string) => {
     if (!isRecord(annotations)) return;
@@ -53,6 +56,13 @@ export function biggestParts(obj: KubeObject, target: PodTarget | undefined): Pa
   annotate(withoutPeprAnnotations(obj).metadata?.annotations, "");
   if (Array.isArray(obj.metadata?.managedFields))
     parts.push({ label: "metadata.managedFields", bytes: jsonBytes(obj.metadata.managedFields) });
+  if (targets.length > 1)
+    for (const { role, template } of targets)
+      parts.push({
+        label: `${role ? `role ${role.name}` : "pod template"} (${template.path})`,
+        bytes: jsonBytes({ metadata: template.metadata, spec: template.spec }),
+      });
+  const target = targets.length === 1 ? targets[0] : undefined;
   if (target) {
     if (target.template.path) annotate(target.template.metadata.annotations, "pod template ");
     for (const c of containersOf(target.template)) {
@@ -129,7 +139,11 @@ function limitViolation(
   };
 }
 
-/** check: object size, annotation bytes, and per-container and per-pod counts. */
+/**
+ * check: object size, annotation bytes, and per-container and per-pod counts. On one role of a
+ * workload with several (a RayCluster's worker group), only what is the role's own: the object as
+ * a whole is measured once, by checkGangPayload.
+ */
 export function checkPayload(
   object: KubeObject,
   target: PodTarget | undefined,
@@ -138,14 +152,35 @@ export function checkPayload(
   const findings = noFindings();
   const limits = ctx.settings.payload;
   if (!limits.enabled) return findings;
-  const old = ctx.stored?.object;
-  const v = findings.violations;
+  if (!target?.role) checkWholeObject(findings.violations, object, ctx, target ? [target] : []);
+  if (target) checkPodSpec(findings.violations, target, limits, ctx.stored);
+  return findings;
+}
 
-  // Whole object. A limit of 0 turns a check off.
+/** checkGang: the size and annotations of a workload with several roles, once for them all. */
+export function checkGangPayload(
+  object: KubeObject,
+  roles: readonly PodTarget[],
+  ctx: RuleContext,
+): RuleFindings {
+  const findings = noFindings();
+  if (ctx.settings.payload.enabled) checkWholeObject(findings.violations, object, ctx, roles);
+  return findings;
+}
+
+function checkWholeObject(
+  v: RuleViolation[],
+  object: KubeObject,
+  ctx: RuleContext,
+  targets: readonly PodTarget[],
+) {
+  const limits = ctx.settings.payload;
+  const old = ctx.stored?.object;
+  // A limit of 0 turns a check off.
   const stored = storedForm(object);
   const bytes = jsonBytes(stored);
   if (limits.maxObjectBytes && bytes > limits.maxObjectBytes) {
-    const parts = biggestParts(stored, target);
+    const parts = biggestParts(stored, targets);
     v.push(
       limitViolation(
         "object-too-large",
@@ -157,10 +192,7 @@ export function checkPayload(
       ),
     );
   }
-
   checkAnnotations(v, stored.metadata?.annotations, "metadata.annotations", limits, old?.metadata);
-  if (target) checkPodSpec(v, target, limits, ctx.stored);
-  return findings;
 }
 
 function checkAnnotations(

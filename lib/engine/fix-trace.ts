@@ -21,12 +21,29 @@ export function recordFixes(obj: KubeObject, changes: Change[]): void {
   annotations[NS_KEYS.fixed] = [...entries].sort().join(",");
 }
 
+// The trace is read two or three times a request, and its values repeat from pod to pod: each is
+// parsed once. Bounded: the map starts again when full, and holds no value longer than a real
+// trace (a user may write anything into the annotation).
+const TRACE_CAPACITY = 1024;
+const TRACE_KEPT_LENGTH = 2048;
+const parsedTraces = new Map<string, ReadonlyMap<string, readonly string[]>>();
+const NO_FIXES: ReadonlyMap<string, readonly string[]> = new Map();
+
 /** What admission-guard recorded as fixed on a pod, by capability. */
-export function recordedFixes(obj: KubeObject): Map<string, string[]> {
-  const out = new Map<string, string[]>();
+export function recordedFixes(obj: KubeObject): ReadonlyMap<string, readonly string[]> {
   const value = obj.metadata?.annotations?.[NS_KEYS.fixed];
-  if (typeof value !== "string") return out;
-  // Read by every capability's validation of every pod: one pass, no copies.
+  if (typeof value !== "string") return NO_FIXES;
+  if (value.length > TRACE_KEPT_LENGTH) return parseTrace(value);
+  let parsed = parsedTraces.get(value);
+  if (!parsed) {
+    if (parsedTraces.size >= TRACE_CAPACITY) parsedTraces.clear();
+    parsedTraces.set(value, (parsed = parseTrace(value)));
+  }
+  return parsed;
+}
+
+function parseTrace(value: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
   for (const entry of value.split(",")) {
     const slash = entry.indexOf("/");
     const capability = entry.slice(0, slash).trim();
@@ -40,11 +57,14 @@ export function recordedFixes(obj: KubeObject): Map<string, string[]> {
 }
 
 /** One capability's line of the trace: `admission-guard/<capability>: fixed rule, rule`. */
-const fixedNote = (capability: string, rules: string[]) =>
+const fixedNote = (capability: string, rules: readonly string[]) =>
   formatNote(capability, `fixed ${rules.join(", ")}`);
 
 /** The trace annotation's summary as warnings, for these policies in their order. */
-export function fixedNotes(fixed: Map<string, string[]>, policies: Policy[]): string[] {
+export function fixedNotes(
+  fixed: ReadonlyMap<string, readonly string[]>,
+  policies: Policy[],
+): string[] {
   return policies.flatMap(p => {
     const rules = fixed.get(p.name);
     return rules?.length ? [fixedNote(p.name, rules)] : [];

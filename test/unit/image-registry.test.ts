@@ -89,6 +89,27 @@ describe("image references are normalised by the parser", () => {
   });
 });
 
+describe("each image is parsed once, and what is shared cannot be changed", () => {
+  it("the same reference gives the same frozen result; another gives its own", () => {
+    const first = parseImage("ghcr.io/org/shared:1");
+    expect(parseImage("ghcr.io/org/shared:1")).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    if (!first.ok) throw new Error("expected a valid reference");
+    expect(Object.isFrozen(first.ref)).toBe(true);
+    expect(() => {
+      (first.ref as { tag?: string }).tag = "2";
+    }).toThrow(TypeError);
+    expect(parseImage("ghcr.io/org/shared:2")).toMatchObject({ ok: true, ref: { tag: "2" } });
+  });
+
+  it("an invalid reference is said the same way every time, a too-long one included", () => {
+    expect(parseImage("Bad Image")).toEqual(parseImage("Bad Image"));
+    expect(parseImage("Bad Image").ok).toBe(false);
+    const long = `ghcr.io/${"a".repeat(2000)}`;
+    expect(parseImage(long)).toEqual({ ok: false, reason: "the image is 2008 characters long" });
+  });
+});
+
 describe("allow-list entries match on whole path segments", () => {
   it("parses hosts, hosts with ports and repository prefixes", () => {
     expect(prefix("ghcr.io")).toMatchObject({ registry: "ghcr.io", path: "" });

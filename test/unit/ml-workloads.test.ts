@@ -253,6 +253,35 @@ describe("a PyTorchJob judged whole at apply", () => {
     ).toEqual(["(roles a, b, c, d)", "(role e)"]);
   });
 
+  it("an oversize gang is measured once, as a whole, naming its biggest role templates; each role's own counts stay per role", async () => {
+    // Three groups, each its own image (judged one by one), the last with a big env.
+    const groups = ["a", "b", "c"].map((g, i) => {
+      const t = gpuTemplate(1);
+      t.spec.containers[0].image = `ghcr.io/org/train:${i}`;
+      if (g === "c")
+        (t.spec.containers[0] as Record<string, unknown>).env = Array.from(
+          { length: 80 },
+          (_, k) => ({ name: `V${k}`, value: "x".repeat(40) }),
+        );
+      return { groupName: g, replicas: 1, template: t };
+    });
+    const settings = parseSettings({ payload: { maxObjectBytes: 4000, maxEnvPerContainer: 64 } });
+    const r = await judge(rayCluster(groups), cluster(quota(1000)), settings);
+    const tooLarge = r.violations.filter(v => v.rule === "object-too-large");
+    expect(tooLarge).toHaveLength(1);
+    expect(tooLarge[0].message).toMatch(
+      /^RayCluster ml\/rc is [\d.]+ KiB .* over the limit of 3.9 KiB/,
+    );
+    expect(tooLarge[0].message).toContain(
+      "biggest parts: role c (spec.workerGroupSpecs[2].template)",
+    );
+    expect(tooLarge[0].message).not.toMatch(/\(roles? [abc]/);
+    // The env count is role c's own: said once, naming the role.
+    const env = r.violations.filter(v => v.rule === "too-many-env");
+    expect(env).toHaveLength(1);
+    expect(env[0].message).toMatch(/^container "pytorch" has 80 env entries .*\(role c\)$/);
+  });
+
   it("scanning a stored gang (the reports) skips the quota rules, its pods are counted already, and says so", async () => {
     const deps = { settings: defaultSettings(), cluster: cluster(quota(48, 48)), policies };
     const request = {
