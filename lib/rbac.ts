@@ -22,9 +22,12 @@ export interface SecretAccess {
   allowed: Map<string, boolean>;
 }
 
-/** Evaluates whether a subject may get secrets from RBAC objects (evaluateSecretAccess, or a test's). */
+/**
+ * Evaluates whether a subject may get secrets from RBAC objects (evaluateSecretAccess, or a
+ * test's). The objects are a snapshot's: never changed once given.
+ */
 export type RbacEvaluator = (
-  objects: KubeObject[],
+  objects: readonly KubeObject[],
   namespace: string,
   serviceAccount: string,
   secrets: string[],
@@ -216,6 +219,9 @@ export class RbacIndex {
   }
 }
 
+// A snapshot's objects do not change: their index is built once, not on every request.
+const indexes = new WeakMap<readonly KubeObject[], RbacIndex>();
+
 /** Whether a ServiceAccount may `get` each secret; undefined when the objects hold no RBAC data. */
 export const evaluateSecretAccess: RbacEvaluator = (
   objects,
@@ -223,7 +229,8 @@ export const evaluateSecretAccess: RbacEvaluator = (
   serviceAccount,
   secrets,
 ): SecretAccess | undefined => {
-  const index = new RbacIndex(objects);
+  let index = indexes.get(objects);
+  if (!index) indexes.set(objects, (index = new RbacIndex(objects)));
   if (!index.hasData) return undefined;
   const who = serviceAccountUser(namespace, serviceAccount);
   const allowed = new Map<string, boolean>();
