@@ -13,8 +13,8 @@ import {
   hardOf,
   mustSpecify,
   mustSpecifyViolation,
-  parseResourceList,
   quotaMatches,
+  usedOf,
 } from "./quota";
 import { isPodQuotaResource, quotaUsage, type PodResources } from "./resources";
 
@@ -102,7 +102,7 @@ export function checkGangQuotas(
       const missing = mustSpecify(roleDemand, tracked);
       if (missing) violations.push(mustSpecifyViolation(roleDemand, name, tracked, missing));
     }
-    const used = parseResourceList(quota.status?.used);
+    const used = usedOf(quota);
     const lines: string[] = [];
     const growth: string[] = [];
     const raised: Record<string, string> = {};

@@ -128,11 +128,38 @@ function scopeSelectors(quota: V1ResourceQuota): ScopeSelector[] {
 export const parseResourceList = (raw: unknown): ResourceList | undefined =>
   isRecord(raw) ? parseList(raw) : undefined;
 
-/** The quota's limits as the plugin reads them: status.hard (set by the quota controller), else spec.hard. */
-export function hardOf(quota: V1ResourceQuota): ResourceList {
-  const status = parseResourceList(quota.status?.hard);
-  return status && status.size ? status : (parseResourceList(quota.spec?.hard) ?? new Map());
+/** What is read of a quota on every request: its limits, its usage, its tracked pod resources. */
+interface QuotaReading {
+  hard: ResourceList;
+  used?: ResourceList;
+  tracked: string[];
 }
+
+// The cluster view replaces a quota object when it changes (a watch event, a new snapshot), never
+// changes it in place: each one is read once, not on every request.
+const readings = new WeakMap<V1ResourceQuota, QuotaReading>();
+
+function readingOf(quota: V1ResourceQuota): QuotaReading {
+  let reading = readings.get(quota);
+  if (!reading) {
+    const status = parseResourceList(quota.status?.hard);
+    const hard =
+      status && status.size ? status : (parseResourceList(quota.spec?.hard) ?? new Map());
+    reading = {
+      hard,
+      used: parseResourceList(quota.status?.used),
+      tracked: [...hard.keys()].filter(isPodQuotaResource).sort(), // as Kubernetes prints them
+    };
+    readings.set(quota, reading);
+  }
+  return reading;
+}
+
+/** The quota's limits as the plugin reads them: status.hard (set by the quota controller), else spec.hard. */
+export const hardOf = (quota: V1ResourceQuota): ResourceList => readingOf(quota).hard;
+
+/** What the quota controller last counted against it (status.used), undefined when not yet. */
+export const usedOf = (quota: V1ResourceQuota): ResourceList | undefined => readingOf(quota).used;
 
 interface Shortfall {
   resource: string;
@@ -156,8 +183,7 @@ export function checkQuotas(
   const usage = quotaUsage(demand.pod.requests, demand.pod.limits);
   for (const quota of byName(quotas)) {
     const name = quota.metadata?.name ?? "(unnamed)";
-    const hard = hardOf(quota);
-    const tracked = [...hard.keys()].filter(isPodQuotaResource).sort(); // sorted, as Kubernetes prints them
+    const { hard, used, tracked } = readingOf(quota);
     if (!tracked.length) continue;
     if (!scopeSelectors(quota).every(s => scopeMatches(s, demand.spec, demand.bestEffort)))
       continue;
@@ -165,7 +191,6 @@ export function checkQuotas(
     const missing = mustSpecify(demand, tracked);
     if (missing) violations.push(mustSpecifyViolation(demand, name, tracked, missing));
 
-    const used = parseResourceList(quota.status?.used);
     const shortfalls: Shortfall[] = [];
     const unknown: string[] = [];
     for (const resource of tracked) {
