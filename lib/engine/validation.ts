@@ -3,7 +3,7 @@
 import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
 import { isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
-import type { Policy, RuleContext } from "../policy";
+import type { PodTarget, Policy, RuleContext } from "../policy";
 import { emptyFindings, mergeFindings, type Findings } from "../verdict";
 import { policyApplies, speaksFirst } from "./context";
 import {
@@ -28,22 +28,22 @@ async function validate(
   obj: KubeObject,
   ctx: RuleContext,
   allPolicies: Policy[],
-  simulation?: Simulation,
+  judged: JudgedAs,
 ): Promise<Findings> {
   const findings = emptyFindings();
   if (!policyApplies(policy, ctx) || !obj || typeof obj !== "object") return findings;
+  const { pod, simulation } = judged;
   try {
-    if (isPod(obj)) {
-      const template = podTemplateOf(obj);
-      const failed = recordedFixFailures(obj).get(policy.name);
+    if (pod) {
+      const failed = pod.fixFailures.get(policy.name);
       if (failed !== undefined && ctx.operation === "CREATE")
         findings.violations.push(internalError(policy.name, "fix", failed));
-      if (!template) {
+      if (!pod.target) {
         if (speaksFirst(policy, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no spec"));
       } else if (policy.check && !policy.onlyExtraKinds) {
-        const target = { object: obj, template, isTemplate: false };
-        mergeFindings(findings, stampFindings(policy, await policy.check(obj, target, ctx)));
+        const found = await policy.check(obj, pod.target, ctx);
+        mergeFindings(findings, stampFindings(policy, found));
       }
     } else if (isWorkload(obj, kindsInForce(ctx.settings.workloads))) {
       if (!simulation) {
@@ -135,6 +135,15 @@ export interface Validation {
   simulation?: Simulation;
 }
 
+/**
+ * What every policy judges, worked out once for all of them: a Pod's spec and the fixes that threw
+ * on it, or a workload's simulation.
+ */
+interface JudgedAs {
+  pod?: { target?: PodTarget; fixFailures: ReadonlyMap<string, string> };
+  simulation?: Simulation;
+}
+
 async function validateEach(
   acting: Policy[],
   obj: KubeObject,
@@ -142,12 +151,17 @@ async function validateEach(
   allPolicies: Policy[],
   exemptions: ApplicableExemptions,
 ): Promise<Validation> {
-  // A workload's template is fixed once, with every policy, for all the acting ones.
-  const simulation = isWorkload(obj, kindsInForce(ctx.settings.workloads))
-    ? await simulateWorkload(allPolicies, obj, ctx, exemptions)
-    : undefined;
+  const judged: JudgedAs = {};
+  if (isPod(obj)) {
+    const template = podTemplateOf(obj);
+    judged.pod = {
+      target: template && { object: obj, template, isTemplate: false },
+      fixFailures: recordedFixFailures(obj),
+    };
+  } else if (isWorkload(obj, kindsInForce(ctx.settings.workloads)))
+    // A workload's template is fixed once, with every policy, for all the acting ones.
+    judged.simulation = await simulateWorkload(allPolicies, obj, ctx, exemptions);
   const findings = emptyFindings();
-  for (const p of acting)
-    mergeFindings(findings, await validate(p, obj, ctx, allPolicies, simulation));
-  return { findings, simulation };
+  for (const p of acting) mergeFindings(findings, await validate(p, obj, ctx, allPolicies, judged));
+  return { findings, simulation: judged.simulation };
 }
