@@ -239,7 +239,8 @@ export async function checkServiceAccountExists(
     }
     return findings;
   }
-  if (current !== dedicated.name) return findings;
+  // "default" as the dedicated name moves nothing; the ServiceAccount controller makes it anyway.
+  if (current !== dedicated.name || current === DEFAULT_SERVICE_ACCOUNT) return findings;
   if (settings.ensure) {
     const result = await ctx.cluster.ensureServiceAccount(ns, current, ctx.dryRun);
     if (result.state === "would-create") {

@@ -8,6 +8,7 @@ let inFlight = 0;
 let maxInFlight = 0;
 const reviews: string[] = [];
 let reviewAllows = false;
+let reviewError: unknown;
 
 jest.mock("kubernetes-fluent-client", () => {
   const actual = jest.requireActual("kubernetes-fluent-client");
@@ -24,6 +25,7 @@ jest.mock("kubernetes-fluent-client", () => {
         return obj;
       },
       Create: async (review: { spec: { user: string; resourceAttributes: { name: string } } }) => {
+        if (reviewError) throw reviewError;
         reviews.push(`${review.spec.user} ${review.spec.resourceAttributes.name}`);
         return { ...review, status: { allowed: reviewAllows } };
       },
@@ -33,6 +35,9 @@ jest.mock("kubernetes-fluent-client", () => {
 
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../capabilities/service-account/rules";
+import { checkSecretAccess } from "../../capabilities/service-account/secret-access";
+import { contextFor } from "../../lib/engine";
+import { podTemplateOf, type KubeObject } from "../../lib/pod";
 import {
   AccessReviews,
   ANSWER_TTL_MS,
@@ -86,6 +91,7 @@ afterEach(() => jest.restoreAllMocks());
 beforeEach(() => {
   reviews.length = 0;
   reviewAllows = false;
+  reviewError = undefined;
   applied.length = 0;
   applyError = undefined;
   applyDelayMs = 0;
@@ -254,6 +260,40 @@ describe("LiveCluster: ServiceAccounts", () => {
       state: "failed",
       reason: `HTTP 403 Forbidden: ${message}`,
     });
+  });
+});
+
+describe("secret access with the live view", () => {
+  const pod: KubeObject = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "trainer", namespace: "ml" },
+    spec: {
+      serviceAccountName: "workload",
+      containers: [{ name: "c", envFrom: [{ secretRef: { name: "config" } }] }],
+    },
+  };
+  const check = (cluster: LiveCluster) =>
+    checkSecretAccess(
+      pod,
+      { object: pod, template: podTemplateOf(pod)!, isTemplate: false },
+      contextFor(pod, { settings, cluster }),
+    );
+
+  it("an access review that fails is a warning that the API server gave no answer, never a denial", async () => {
+    reviewError = new Error("connect ECONNREFUSED");
+    const findings = await check(live());
+    expect(findings.violations).toEqual([]);
+    expect(findings.warnings).toEqual([
+      'admission-guard/service-account: not checked whether ServiceAccount ml/workload may get secret(s) "config" (the API server gave no answer in time)',
+    ]);
+  });
+
+  it("a review that says no is the secret-access finding for the pod's ServiceAccount", async () => {
+    const findings = await check(live());
+    expect(reviews).toEqual(["system:serviceaccount:ml:workload config"]);
+    expect(findings.warnings).toEqual([]);
+    expect(findings.violations.map(v => [v.rule, v.severity])).toEqual([["secret-access", "warn"]]);
   });
 });
 
