@@ -175,7 +175,8 @@ function checkWholeObject(
   targets: readonly PodTarget[],
 ) {
   const limits = ctx.settings.payload;
-  const old = ctx.stored?.object;
+  // The stored version measured as this one is: without Pepr's annotations, stringData merged.
+  const old = ctx.stored && storedForm(ctx.stored.object);
   // A limit of 0 turns a check off.
   const stored = storedForm(object);
   const bytes = jsonBytes(stored);
@@ -187,7 +188,7 @@ function checkWholeObject(
         `${describeObject(object)} is ${formatBytes(bytes)} (${withThousands(bytes)} bytes) serialized, over the limit of ${formatBytes(limits.maxObjectBytes)}; biggest parts: ${partsText(parts)}`,
         sizeFix(object, parts),
         "maxObjectBytes",
-        old && jsonBytes(storedForm(old)),
+        old && jsonBytes(old),
         bytes,
       ),
     );
