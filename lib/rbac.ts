@@ -235,7 +235,15 @@ export const evaluateSecretAccess: RbacEvaluator = (
   const who = serviceAccountUser(namespace, serviceAccount);
   const allowed = new Map<string, boolean>();
   for (const name of secrets) {
-    const req = { ...who, namespace, verb: "get", group: "", resource: "secrets", name };
+    const req: AccessRequest = {
+      user: who.user,
+      groups: who.groups,
+      namespace,
+      verb: "get",
+      group: "",
+      resource: "secrets",
+      name,
+    };
     allowed.set(name, index.decide(req).allowed);
   }
   return { allowed };

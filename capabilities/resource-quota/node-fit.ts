@@ -98,7 +98,8 @@ export function checkNodeFit(
   // Reasons are listed as the per-node pass meets them: in list order of their first nodes.
   const excluded = new Map<Exclusion, number>();
   const notNamed = (unnamed?.groups ?? []).map(g => ({
-    ...g,
+    first: g.first,
+    count: g.count,
     why: unnamedExclusion(input.spec, g.cordoned, tolerations),
   }));
   for (const { why, count } of [...judged, ...notNamed].sort((a, b) => a.first - b.first))

@@ -190,14 +190,30 @@ export function buildReport(
   const summary: Summary = { pass: 0, fail: 0, warn: 0, error: 0, skip: 0 };
   const sorted = [...objects].sort(byObject);
   const results: PolicyReportResult[] = [];
-  const base = (ref: ObjectRef, policy: string) => ({
-    source: SOURCE,
-    policy,
-    category: "admission-guard",
-    scored: true,
-    timestamp: { seconds, nanos: 0 },
-    resources: [ref],
-  });
+  // Written out whole, not `{ ...common, rule, ... }`: a spread followed by new keys costs
+  // microseconds in this V8, and a report of 10,000 pods holds ~100,000 results.
+  const resultOf = (
+    ref: ObjectRef,
+    policy: string,
+    rule: string,
+    result: ResultValue,
+    message: string,
+    properties?: Record<string, string>,
+  ): PolicyReportResult => {
+    const r: PolicyReportResult = {
+      source: SOURCE,
+      policy,
+      category: "admission-guard",
+      scored: true,
+      timestamp: { seconds, nanos: 0 },
+      resources: [ref],
+      rule,
+      result,
+      message,
+    };
+    if (properties) r.properties = properties;
+    return r;
+  };
   for (const value of RESULT_ORDER) {
     for (const o of sorted) {
       if (value === "pass") {
@@ -205,12 +221,7 @@ export function buildReport(
           summary.pass += rules.length;
           for (const rule of rules) {
             if (results.length >= maxResults) continue;
-            results.push({
-              ...base(o.ref, policy),
-              rule,
-              result: "pass",
-              message: `${rule} holds`,
-            });
+            results.push(resultOf(o.ref, policy, rule, "pass", `${rule} holds`));
           }
         }
         continue;
@@ -222,13 +233,17 @@ export function buildReport(
         const properties: Record<string, string> = {};
         if (f.fix) properties.fix = f.fix;
         if (f.exemption) properties.exemption = f.exemption;
-        results.push({
-          ...base(o.ref, f.policy),
-          rule: f.rule,
-          result: value,
-          message: f.message,
-          ...(Object.keys(properties).length ? { properties } : {}),
-        });
+        const hasProperties = Object.keys(properties).length > 0;
+        results.push(
+          resultOf(
+            o.ref,
+            f.policy,
+            f.rule,
+            value,
+            f.message,
+            hasProperties ? properties : undefined,
+          ),
+        );
       }
     }
   }
