@@ -37,7 +37,7 @@ const checkPod = (pod: KubeObject, payload: SettingsInput["payload"], extra: Ext
 
 /** Bytes of the JSON text, counted here independently of the code under test. */
 const textBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8");
-const only = (r: { violations: { rule: string }[] }, rule: string) =>
+const only = <V extends { rule: string }>(r: { violations: V[] }, rule: string) =>
   r.violations.filter(v => v.rule === rule);
 
 /** The module's own Pepr annotations, as its mutating webhook adds them. */

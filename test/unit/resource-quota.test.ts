@@ -11,16 +11,9 @@ import type { Operation } from "../../lib/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../lib/settings";
 import { formatViolation } from "../../lib/verdict";
 import { loadManifests } from "../support/manifests";
+import { container, node, resourceQuota, type Res } from "./resource-quota-support";
 
 const NS = "mlflow-prod";
-type Res = { requests?: Record<string, string>; limits?: Record<string, string> };
-
-const container = (name: string, resources: Res, extra: Record<string, unknown> = {}) => ({
-  name,
-  image: "registry.example/train:1",
-  resources,
-  ...extra,
-});
 const pod = (
   resources: Res,
   spec: Record<string, unknown> = {},
@@ -52,25 +45,7 @@ const quota = (
   hard: Record<string, string>,
   used: Record<string, string> | undefined,
   spec: Record<string, unknown> = {},
-): V1ResourceQuota => ({
-  apiVersion: "v1",
-  kind: "ResourceQuota",
-  metadata: { name, namespace: NS },
-  spec: { hard, ...spec },
-  status: used ? { hard, used } : undefined,
-});
-const node = (
-  name: string,
-  allocatable: Record<string, string>,
-  spec: Record<string, unknown> = {},
-  labels: Record<string, string> = {},
-): V1Node => ({
-  apiVersion: "v1",
-  kind: "Node",
-  metadata: { name, labels: { "kubernetes.io/hostname": name, ...labels } },
-  spec,
-  status: { allocatable },
-});
+) => resourceQuota(NS, name, hard, used, spec);
 const bigNode = node("big", { cpu: "64", memory: "256Gi", "ephemeral-storage": "500Gi" });
 
 async function run(
