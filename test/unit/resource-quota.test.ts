@@ -217,6 +217,19 @@ describe("quota: pods", () => {
   });
 });
 
+describe("quota: a quota that changes", () => {
+  it("is read anew when the cluster view replaces it (a watch event), the same object read once", async () => {
+    const full = computeResources("95");
+    expect((await run(seed001Pod(), [full, bigNode])).allowed).toBe(false);
+    expect((await run(seed001Pod(), [full, bigNode])).allowed).toBe(false);
+    // The quota controller counted pods that ended: a new object, with room.
+    const freed = computeResources("80");
+    expect((await run(seed001Pod(), [freed, bigNode])).allowed).toBe(true);
+    const raised = quota("compute-resources", { "requests.cpu": "110" }, { "requests.cpu": "95" });
+    expect((await run(seed001Pod(), [raised, bigNode])).allowed).toBe(true);
+  });
+});
+
 describe("quota: scopes", () => {
   const full = computeResources("100");
   const scoped = (scopes: string[] | undefined, selector?: Record<string, unknown>[]) =>
