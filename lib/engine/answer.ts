@@ -2,7 +2,7 @@
 // applied, the warnings a user reads, and the decisions to count.
 import { kindsInForce } from "../workload-kinds/in-force";
 import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
-import { isPod, isWorkload, type KubeObject } from "../pod";
+import { isPod, isWorkload } from "../pod";
 import type { Policy } from "../policy";
 import type { Mode } from "../settings";
 import {
@@ -13,12 +13,18 @@ import {
   type Skip,
   type Violation,
 } from "../verdict";
-import { applicability, contextOf, exemptionsFor, modeOf, speaksFirst } from "./context";
+import {
+  applicability,
+  contextOf,
+  exemptionsFor,
+  judgesObject,
+  modeOf,
+  speaksFirst,
+} from "./context";
 import { fixedNotes, recordedFixes } from "./fix-trace";
 import { templateIsFixed } from "./fixes";
 import { validateAll } from "./validation";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
-import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import { workloadTargets } from "../workload-kinds/targets";
 
 export interface Decision {
@@ -57,17 +63,6 @@ export function pendingWarnings(changes: Change[], kind: string): string[] {
       message: `${list.map(c => c.message).join("; ")} (when ${kind} creates them)`,
     }),
   );
-}
-
-/** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
-export function judgesObject(
-  policy: Policy,
-  obj: KubeObject,
-  platformKinds?: readonly WorkloadKindSpec[],
-): boolean {
-  return isPod(obj) || isWorkload(obj, platformKinds)
-    ? !policy.onlyExtraKinds
-    : !!policy.extraKinds?.includes(obj?.kind ?? "");
 }
 
 /**
@@ -112,7 +107,8 @@ export async function answer(
   // workload's simulation); an expired one that matches says so, and counts no more.
   const exemptions = exemptionsFor(obj, ctx);
   const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies, exemptions);
-  if (warning && speaksFirst(active[0], ctx, deps.policies)) findings.warnings.unshift(warning);
+  if (warning && speaksFirst(active[0], obj, ctx, deps.policies))
+    findings.warnings.unshift(warning);
   const waivable = (v: Violation) =>
     !deps.policies.find(p => p.name === v.capability)?.notWaivable?.[v.rule];
   const { standing, waived } = applyExemptions(findings.violations, exemptions, waivable);

@@ -1,9 +1,11 @@
 // Where an object is judged: its namespace, the namespace's mode, which policies act there, and the
 // Exemptions that bear on it.
 import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
-import type { KubeObject } from "../pod";
+import { isPod, isWorkload, type KubeObject } from "../pod";
 import type { Policy, RuleContext } from "../policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode } from "../settings";
+import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { kindsInForce } from "../workload-kinds/in-force";
 import type { AdmissionInput, ContextInput, EngineDeps } from "./types";
 import { storedVersionOf } from "./update-gate";
 
@@ -79,11 +81,29 @@ export function exemptionsFor(obj: KubeObject, ctx: RuleContext): ApplicableExem
   return applicableExemptions(obj, ctx.namespaceName, ctx.cluster.exemptions(), ctx.settings);
 }
 
+/** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
+export function judgesObject(
+  policy: Policy,
+  obj: KubeObject,
+  platformKinds?: readonly WorkloadKindSpec[],
+): boolean {
+  return isPod(obj) || isWorkload(obj, platformKinds)
+    ? !policy.onlyExtraKinds
+    : !!policy.extraKinds?.includes(obj?.kind ?? "");
+}
+
 /**
- * Whether this policy is the first of the module's that acts here: what concerns the object rather
- * than one policy (a malformed object, an unknown mode label) is said once, by that policy, and
- * so once whether the policies are asked together (`check`) or capability by capability (Pepr).
+ * Whether this policy is the first of the module's that judges this object here: what concerns the
+ * object rather than one policy (a malformed object, an unknown mode label) is said once, by that
+ * policy, and so once whether the policies are asked together (`check`) or capability by
+ * capability (Pepr), for a ConfigMap as for a Pod.
  */
-export function speaksFirst(policy: Policy, ctx: RuleContext, allPolicies: Policy[]): boolean {
-  return allPolicies.find(p => !p.onlyExtraKinds && policyApplies(p, ctx)) === policy;
+export function speaksFirst(
+  policy: Policy,
+  obj: KubeObject,
+  ctx: RuleContext,
+  allPolicies: Policy[],
+): boolean {
+  const kinds = kindsInForce(ctx.settings.workloads);
+  return allPolicies.find(p => judgesObject(p, obj, kinds) && policyApplies(p, ctx)) === policy;
 }

@@ -26,10 +26,17 @@ export type {
   EngineDeps,
   MutateResult,
 } from "./types";
-export { applicability, contextFor, modeOf, policyApplies, type Applicability } from "./context";
+export {
+  applicability,
+  contextFor,
+  judgesObject,
+  modeOf,
+  policyApplies,
+  type Applicability,
+} from "./context";
 export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
 export { mutate, templateIsFixed } from "./fixes";
 export { needsJudging, storedVersionOf, type StoredVersion } from "./update-gate";
-export { answer, decide, judgesObject, pendingWarnings, type Decision } from "./answer";
+export { answer, decide, pendingWarnings, type Decision } from "./answer";
 export { review, type Review } from "./review";

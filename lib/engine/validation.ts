@@ -39,7 +39,7 @@ async function validate(
       if (failed !== undefined && ctx.operation === "CREATE")
         findings.violations.push(internalError(policy.name, "fix", failed));
       if (!pod.target) {
-        if (speaksFirst(policy, ctx, allPolicies))
+        if (speaksFirst(policy, obj, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no spec"));
       } else if (policy.check && !policy.onlyExtraKinds) {
         const found = await policy.check(obj, pod.target, ctx);
@@ -47,7 +47,7 @@ async function validate(
       }
     } else if (isWorkload(obj, kindsInForce(ctx.settings.workloads))) {
       if (!simulation) {
-        if (speaksFirst(policy, ctx, allPolicies))
+        if (speaksFirst(policy, obj, ctx, allPolicies))
           findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
         findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));

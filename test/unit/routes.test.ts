@@ -3,7 +3,9 @@
 // admission binding Pepr recorded is a route, in the same order per step, and nothing else is; so a
 // binding added without its route (or the reverse) fails here, not as a parity drift in e2e.
 import { capabilities, policies } from "../../capabilities";
-import { routesOf, type Route } from "../../lib/engine/routes";
+import { actingFor, routeMatches, routesOf, type Route } from "../../lib/engine/routes";
+import type { KubeObject } from "../../lib/pod";
+import { noFindings, type Operation } from "../../lib/policy";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../lib/settings";
 import { WORKLOAD_KINDS } from "../../lib/pod";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
@@ -91,4 +93,48 @@ test("workloads.mutate adds the template fixes as a route (the build with it has
   ]);
   const off = routesOf(policies, parseSettings({}));
   expect(off.filter(r => r.capability === "workloads").map(r => r.step)).toEqual(["validate"]);
+});
+
+describe("which step receives which object on which operation", () => {
+  const settings = parseSettings({});
+  const fixing = { name: "fixing", description: "", rules: [], fix: () => [] };
+  const checking = { name: "checking", description: "", rules: [], check: () => noFindings() };
+  const extra = { ...checking, name: "extra", extraKinds: ["ConfigMap"] };
+  const module = [fixing, checking, extra];
+  const routes = routesOf(module, settings);
+  const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [] } };
+  const deployment = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "d" } };
+  const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" } };
+  const matching = (obj: KubeObject, operation: Operation) =>
+    routes
+      .filter(r => routeMatches(r, obj, operation, module, settings))
+      .map(r => `${r.capability} ${r.step}`);
+
+  it("a fix is a mutating route on Pod CREATE, extra kinds a validating one of their own", () => {
+    expect(
+      routes.map(r => `${r.capability} ${r.step} ${r.target} ${r.operations} ${r.acting}`),
+    ).toEqual([
+      "fixing mutate pods CREATE own",
+      "extra validate extra-kinds CREATE,UPDATE own",
+      "pods validate pods CREATE,UPDATE all",
+      "workloads validate workloads CREATE,UPDATE all",
+    ]);
+  });
+
+  it("matches kinds and operations: a Pod's fixes on CREATE only, its validation on UPDATE too", () => {
+    expect(matching(pod, "CREATE")).toEqual(["fixing mutate", "pods validate"]);
+    expect(matching(pod, "UPDATE")).toEqual(["pods validate"]);
+    expect(matching(pod, "DELETE")).toEqual([]);
+    expect(matching(deployment, "UPDATE")).toEqual(["workloads validate"]);
+    expect(matching(configMap, "CREATE")).toEqual(["extra validate"]);
+    expect(matching({ apiVersion: "v1", kind: "Secret" }, "CREATE")).toEqual([]);
+    // A route of a capability the module does not have matches nothing.
+    const stray = { ...routes[1], capability: "gone" };
+    expect(routeMatches(stray, configMap, "CREATE", module, settings)).toBe(false);
+  });
+
+  it("a shared route acts for every policy, a capability's own for its policy alone", () => {
+    expect(actingFor(routes[0], module)).toEqual([fixing]);
+    expect(actingFor(routes[2], module)).toEqual(module);
+  });
 });
