@@ -260,7 +260,7 @@ function checkPodSpec(
   stored: StoredVersion | undefined,
 ) {
   const template = target.template;
-  const oldTemplate = stored?.templateAt(target);
+  const oldTemplate = stored?.templateAt(target.template.path);
   const oldSpec = oldTemplate && (oldTemplate.spec as unknown as Record<string, unknown>);
   const oldContainer = (kind: string, name: unknown) => {
     const list = oldSpec?.[kind];

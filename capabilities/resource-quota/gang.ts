@@ -10,13 +10,12 @@ import { fieldOf, show } from "./explain";
 import {
   byName,
   CAPABILITY,
-  hardOf,
   mustSpecify,
   mustSpecifyViolation,
   quotaMatches,
-  usedOf,
+  quotaReading,
 } from "./quota";
-import { isPodQuotaResource, quotaUsage, type PodResources } from "./resources";
+import { quotaUsage, type PodResources } from "./resources";
 
 /** One role of the gang, as the quota sees it. */
 export interface GangRole {
@@ -84,8 +83,7 @@ export function checkGangQuotas(
   const warnings: string[] = [];
   for (const quota of byName(quotas)) {
     const name = quota.metadata?.name ?? "(unnamed)";
-    const hard = hardOf(quota);
-    const tracked = [...hard.keys()].filter(isPodQuotaResource).sort();
+    const { hard, used, tracked } = quotaReading(quota);
     if (!tracked.length) continue;
     // Each role's containers must specify what the quota tracks, as for any pod.
     for (const role of demand.roles) {
@@ -102,7 +100,6 @@ export function checkGangQuotas(
       const missing = mustSpecify(roleDemand, tracked);
       if (missing) violations.push(mustSpecifyViolation(roleDemand, name, tracked, missing));
     }
-    const used = usedOf(quota);
     const lines: string[] = [];
     const growth: string[] = [];
     const raised: Record<string, string> = {};

@@ -74,8 +74,8 @@ function unavailable(
 }
 
 /** The stored object's pods on UPDATE, or undefined when it has none to compare with. */
-function previous(ctx: RuleContext, target: PodTemplateRef, defaults: LimitRangeDefaults) {
-  const template = ctx.stored?.templateAt({ template: target });
+function previous(ctx: RuleContext, now: PodTemplateRef, defaults: LimitRangeDefaults) {
+  const template = ctx.stored?.templateAt(now.path);
   if (!ctx.stored || !template) return undefined;
   const pod = podResources(template, defaults);
   return { pod, spec: template.spec, pods: podCount(ctx.stored.object)?.pods ?? 0 };

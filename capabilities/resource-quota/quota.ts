@@ -128,8 +128,12 @@ function scopeSelectors(quota: V1ResourceQuota): ScopeSelector[] {
 export const parseResourceList = (raw: unknown): ResourceList | undefined =>
   isRecord(raw) ? parseList(raw) : undefined;
 
-/** What is read of a quota on every request: its limits, its usage, its tracked pod resources. */
-interface QuotaReading {
+/**
+ * What is read of a quota on every request: its limits as the plugin reads them (status.hard, set
+ * by the quota controller, else spec.hard), its usage (undefined until the controller counted it),
+ * and the pod resources it tracks, sorted as Kubernetes prints them.
+ */
+export interface QuotaReading {
   hard: ResourceList;
   used?: ResourceList;
   tracked: string[];
@@ -139,7 +143,7 @@ interface QuotaReading {
 // changes it in place: each one is read once, not on every request.
 const readings = new WeakMap<V1ResourceQuota, QuotaReading>();
 
-function readingOf(quota: V1ResourceQuota): QuotaReading {
+export function quotaReading(quota: V1ResourceQuota): QuotaReading {
   let reading = readings.get(quota);
   if (!reading) {
     const status = parseResourceList(quota.status?.hard);
@@ -148,18 +152,12 @@ function readingOf(quota: V1ResourceQuota): QuotaReading {
     reading = {
       hard,
       used: parseResourceList(quota.status?.used),
-      tracked: [...hard.keys()].filter(isPodQuotaResource).sort(), // as Kubernetes prints them
+      tracked: [...hard.keys()].filter(isPodQuotaResource).sort(),
     };
     readings.set(quota, reading);
   }
   return reading;
 }
-
-/** The quota's limits as the plugin reads them: status.hard (set by the quota controller), else spec.hard. */
-export const hardOf = (quota: V1ResourceQuota): ResourceList => readingOf(quota).hard;
-
-/** What the quota controller last counted against it (status.used), undefined when not yet. */
-export const usedOf = (quota: V1ResourceQuota): ResourceList | undefined => readingOf(quota).used;
 
 interface Shortfall {
   resource: string;
@@ -183,7 +181,7 @@ export function checkQuotas(
   const usage = quotaUsage(demand.pod.requests, demand.pod.limits);
   for (const quota of byName(quotas)) {
     const name = quota.metadata?.name ?? "(unnamed)";
-    const { hard, used, tracked } = readingOf(quota);
+    const { hard, used, tracked } = quotaReading(quota);
     if (!tracked.length) continue;
     if (!scopeSelectors(quota).every(s => scopeMatches(s, demand.spec, demand.bestEffort)))
       continue;

@@ -28,8 +28,8 @@ import type { Settings } from "../settings";
 export interface StoredVersion {
   /** The stored object, as the request carries it: read it, never change it. */
   readonly object: KubeObject;
-  /** The stored pod template at the target's place (the Pod's own, a workload's, a role's). */
-  templateAt(target: Pick<PodTarget, "template">): PodTemplateRef | undefined;
+  /** The stored pod template at this path (a target's `template.path`: "" for the Pod's own). */
+  templateAt(path: string): PodTemplateRef | undefined;
   /** The stored object's pod templates, role by role: what a gang asked before. */
   readonly targets: readonly PodTarget[];
   /** A Pod UPDATE that adds ephemeral containers (`kubectl debug`). */
@@ -62,8 +62,7 @@ export function storedVersionOf(
       }
       return targets;
     },
-    templateAt: target =>
-      stored.targets.find(t => t.template.path === target.template.path)?.template,
+    templateAt: path => stored.targets.find(t => t.template.path === path)?.template,
     get addsEphemeralContainers() {
       const count = (o: KubeObject) =>
         isRecord(o.spec) && Array.isArray(o.spec.ephemeralContainers)

@@ -135,12 +135,9 @@ describe("the stored version the rules compare with", () => {
     const old = deployment(1, { image: "ghcr.io/org/serve:0" }) as Obj;
     delete old.spec.template.metadata;
     const stored = storedVersionOf(deployment(2), "UPDATE", old as KubeObject, settings)!;
-    const at = stored.templateAt({
-      template: { path: "spec.template", metadata: {}, spec: { containers: [] } },
-    });
+    const at = stored.templateAt("spec.template");
     expect(at?.spec.containers[0].image).toBe("ghcr.io/org/serve:0");
-    const atPodPlace = { path: "", metadata: {}, spec: { containers: [] } };
-    expect(stored.templateAt({ template: atPodPlace })).toBeUndefined();
+    expect(stored.templateAt("")).toBeUndefined();
     expect(stored.targets).toHaveLength(1);
     expect(old.spec.template.metadata).toBeUndefined();
   });
