@@ -9,6 +9,7 @@ import { imageInspectorFor } from "./lib/images/inspector";
 import { CredentialsStore } from "./lib/images/credentials";
 import { configureAdmission } from "./lib/pepr-adapter";
 import { installGracefulDrain, raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
+import { installLinearClone } from "./lib/pepr-clone";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 import { installExemptionCrd } from "./lib/crds";
 import type { EngineDeps } from "./lib/engine";
@@ -63,6 +64,8 @@ const credentials = new CredentialsStore(settings.images.credentialsSecrets, Log
 if (!building && settings.images.inspect) credentials.start();
 const cluster = new LiveCluster(Log, {
   exemptionsNamespace: settings.exemptions.enabled ? settings.exemptions.namespace : undefined,
+  // Exemptions count only in the namespace the install created (scripts/namespace-guards.mjs).
+  exemptionsOwner: cfg.pepr.uuid,
   // New namespaces get their ServiceAccount from the admission controller only.
   serviceAccountFor: watcher ? undefined : ns => serviceAccountForNewNamespace(ns, settings),
   images: settings.images.inspect
@@ -80,6 +83,9 @@ if (!building) {
 // Before Pepr builds its server: reviews up to the API server's sizes reach our payload-size rules
 // instead of failing with an opaque 413 (see lib/webhook-body-limit.ts).
 if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limit (2mb)");
+// Pepr's copy of each request is quadratic in alike entries: a hostile pod's 35,000 would stall it.
+if (!building && !installLinearClone())
+  Log.warn("could not replace Pepr's request copy (ramda clone)");
 // The admission pods' preStop hook drains them before Pepr closes its server (a rollout or a
 // deleted pod then refuses no request).
 if (!building && !watcher && !installGracefulDrain())
@@ -142,6 +148,7 @@ function backgroundFor(deps: EngineDeps) {
     events: events.enabled
       ? new FixEvents({
           perSecond: events.perSecond,
+          perNamespacePerSecond: events.perNamespacePerSecond,
           write: writeEvent,
           policies: () => deps.policies,
           instance: process.env.HOSTNAME,

@@ -1,12 +1,17 @@
 // May a ServiceAccount get these secrets? Asked of the API server with SubjectAccessReviews, one per
-// secret, all in flight at once (one round-trip per pod), bounded by API_BUDGET_MS. Answers are
-// reused a while: "allowed" for ANSWER_TTL_MS, "not allowed" only for DENIED_ANSWER_TTL_MS (a denial
-// tells the user to grant access and try again, and RBAC changes take effect at once). The cache
-// holds at most MAX_ANSWERS entries, the oldest dropped first: namespaces × accounts × secrets
-// must not grow the controller's memory without bound.
+// secret, bounded three ways: at most REVIEWS_PER_REQUEST in flight for one question and
+// MAX_REVIEWS_IN_FLIGHT in the whole process (a flood of pods must not become a flood of API calls
+// that API Priority and Fairness throttles the module's ServiceAccount for), and none started after
+// the deadline (default API_BUDGET_MS from the question). A secret not answered is left out of the
+// answer: "not checked". How many secrets one object may ask about is the rule's cap
+// (serviceAccount.maxSecretReviews, capabilities/service-account/secret-access.ts).
+// Answers are reused a while: "allowed" for ANSWER_TTL_MS, "not allowed" only for
+// DENIED_ANSWER_TTL_MS (a denial tells the user to grant access and try again, and RBAC changes
+// take effect at once). The cache holds at most MAX_ANSWERS entries, the oldest dropped first:
+// namespaces × accounts × secrets must not grow the controller's memory without bound.
 import { K8s, kind } from "kubernetes-fluent-client";
-import { API_BUDGET_MS, describeError, withBudget } from "./api-calls";
-import type { SecretAccess } from "./rbac";
+import { API_BUDGET_MS, CallSlots, describeError, withBudget } from "./api-calls";
+import { serviceAccountUser, type SecretAccess } from "./rbac";
 import type { Logger } from "./watched-store";
 
 /** How long an access review's "allowed" is reused. */
@@ -15,6 +20,12 @@ export const ANSWER_TTL_MS = 30_000;
 export const DENIED_ANSWER_TTL_MS = 3_000;
 /** Most answers kept. */
 export const MAX_ANSWERS = 10_000;
+/** Reviews in flight for one question (one pod, one role of a workload). */
+export const REVIEWS_PER_REQUEST = 4;
+/** Reviews in flight in the whole process, every request together. */
+export const MAX_REVIEWS_IN_FLIGHT = 16;
+
+const slots = new CallSlots(MAX_REVIEWS_IN_FLIGHT);
 
 export class AccessReviews {
   private readonly answers = new Map<string, { allowed: boolean; expires: number }>();
@@ -42,6 +53,7 @@ export class AccessReviews {
     namespace: string,
     serviceAccount: string,
     secrets: string[],
+    deadline = Date.now() + API_BUDGET_MS,
   ): Promise<SecretAccess | undefined> {
     const now = Date.now();
     const allowed = new Map<string, boolean>();
@@ -51,38 +63,55 @@ export class AccessReviews {
       if (cached && cached.expires > now) allowed.set(secret, cached.allowed);
       else ask.push(secret);
     }
-    if (!ask.length) return { allowed };
-    try {
-      const answers = await withBudget(
-        Promise.all(
-          ask.map(secret =>
-            K8s(kind.SubjectAccessReview).Create({
-              apiVersion: "authorization.k8s.io/v1",
-              kind: "SubjectAccessReview",
-              spec: {
-                user: `system:serviceaccount:${namespace}:${serviceAccount}`,
-                groups: [
-                  "system:serviceaccounts",
-                  `system:serviceaccounts:${namespace}`,
-                  "system:authenticated",
-                ],
-                resourceAttributes: { namespace, verb: "get", resource: "secrets", name: secret },
-              },
-            } as kind.SubjectAccessReview),
-          ),
-        ),
-        API_BUDGET_MS,
-        `access review for ServiceAccount ${namespace}/${serviceAccount}`,
+    let next = 0;
+    let failed = 0;
+    let lastError: unknown;
+    const worker = async () => {
+      while (next < ask.length && Date.now() < deadline) {
+        const release = await slots.acquire(deadline);
+        if (!release) return;
+        const secret = ask[next++];
+        try {
+          if (secret === undefined || Date.now() >= deadline) return;
+          const ok = await withBudget(
+            this.review(namespace, serviceAccount, secret),
+            deadline - Date.now(),
+            `access review for ServiceAccount ${namespace}/${serviceAccount}`,
+          );
+          allowed.set(secret, ok);
+          this.remember(`${namespace}/${serviceAccount}/${secret}`, ok, now);
+        } catch (e) {
+          failed++;
+          lastError = e;
+        } finally {
+          release();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(REVIEWS_PER_REQUEST, ask.length) }, worker));
+    const notStarted = ask.length - Math.min(next, ask.length);
+    if (failed || notStarted)
+      this.log?.warn(
+        {
+          error: lastError === undefined ? undefined : describeError(lastError),
+          failed,
+          notStarted,
+          asked: ask.length,
+        },
+        "access reviews not all answered",
       );
-      ask.forEach((secret, i) => {
-        const ok = answers[i]?.status?.allowed === true;
-        allowed.set(secret, ok);
-        this.remember(`${namespace}/${serviceAccount}/${secret}`, ok, now);
-      });
-      return { allowed };
-    } catch (e) {
-      this.log?.warn({ error: describeError(e) }, "access review failed");
-      return undefined;
-    }
+    return { allowed };
+  }
+
+  private async review(namespace: string, serviceAccount: string, secret: string) {
+    const answer = await K8s(kind.SubjectAccessReview).Create({
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        ...serviceAccountUser(namespace, serviceAccount),
+        resourceAttributes: { namespace, verb: "get", resource: "secrets", name: secret },
+      },
+    } as kind.SubjectAccessReview);
+    return answer?.status?.allowed === true;
   }
 }

@@ -47,3 +47,51 @@ export function withBudget<T>(promise: Promise<T>, ms: number, what: string): Pr
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * At most `max` calls in flight, process-wide. A caller waits for a slot until its deadline and
+ * then gives up (undefined), so waiting is bounded in time and never outlives the request.
+ */
+export class CallSlots {
+  private used = 0;
+  private readonly waiting = new Set<() => void>();
+
+  constructor(readonly max: number) {}
+
+  /** Calls in flight now (for tests and metrics). */
+  get inFlight(): number {
+    return this.used;
+  }
+
+  /** A release function once a slot is free, or undefined when the deadline (epoch ms) came first. */
+  acquire(deadline: number): Promise<(() => void) | undefined> {
+    if (this.used < this.max) return Promise.resolve(this.take());
+    const ms = deadline - Date.now();
+    if (ms <= 0) return Promise.resolve(undefined);
+    return new Promise(resolve => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiting.delete(wake);
+        resolve(this.take());
+      };
+      const timer = setTimeout(() => {
+        this.waiting.delete(wake);
+        resolve(undefined);
+      }, ms);
+      this.waiting.add(wake);
+    });
+  }
+
+  private take(): () => void {
+    this.used++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.used--;
+      // The longest waiter first (a Set iterates in insertion order).
+      const next = this.waiting.values().next();
+      if (!next.done) next.value();
+    };
+  }
+}

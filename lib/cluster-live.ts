@@ -19,7 +19,13 @@ import { AccessReviews } from "./access-reviews";
 import { API_BUDGET_MS, describeError, withBudget } from "./api-calls";
 import type { ImageRef } from "./image-reference";
 import { credentialsOfSecrets } from "./images/credentials";
-import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
+import type {
+  ImageInspector,
+  ImageLookup,
+  Platform,
+  RegistryCredentials,
+} from "./images/inspector";
+import { bounded } from "./images/limits";
 import {
   imageConfigsVia,
   namespaceInfoOf,
@@ -29,7 +35,7 @@ import {
   type PullSecrets,
   type SecretAccess,
 } from "./cluster";
-import { EXEMPTION_GVK } from "./exemptions";
+import { EXEMPTION_GVK, exemptionsNamespaceOwned } from "./exemptions";
 import type { KubeObject } from "./pod";
 import { ServiceAccounts } from "./service-accounts";
 import { WatchedStore, type Logger } from "./watched-store";
@@ -42,6 +48,11 @@ export const BACKGROUND_CONCURRENCY = 4;
 export interface LiveClusterOptions {
   /** The namespace whose Exemptions count (settings.exemptions.namespace); unset: none are watched. */
   exemptionsNamespace?: string;
+  /**
+   * The module's uuid: then Exemptions count only while their namespace carries the install's
+   * ownership label with it (lib/exemptions.ts exemptionsNamespaceOwned).
+   */
+  exemptionsOwner?: string;
   /**
    * The ServiceAccount to create in a namespace that appears (undefined: none). Pods ensure theirs
    * anyway; creating it with the namespace takes that API call off the first pod's admission.
@@ -57,6 +68,13 @@ export interface LiveClusterOptions {
 
 /** A pod's pull Secrets are read again after this long (a rotated token is used within it). */
 export const PULL_SECRET_TTL_MS = 60_000;
+/** Pull Secrets of one pod read at most (the kubelet's own list is rarely longer than two). */
+export const MAX_PULL_SECRETS_PER_POD = 8;
+/** Pull Secrets whose credentials are kept at once. */
+const MAX_PULL_SECRETS_CACHED = 1000;
+/** Of one Secret: registries kept, and the size of one registry's credentials. */
+const MAX_REGISTRIES_PER_SECRET = 16;
+const MAX_CREDENTIAL_BYTES = 16 * 1024;
 
 /** How long a request waits for the namespace watch's first list before reading its namespace. */
 export const NAMESPACE_WAIT_MS = 1000;
@@ -238,6 +256,12 @@ export class LiveCluster implements ClusterView {
   }
 
   exemptions(): readonly KubeObject[] | undefined {
+    const { exemptionsNamespace, exemptionsOwner } = this.options;
+    if (
+      exemptionsOwner !== undefined &&
+      !exemptionsNamespaceOwned(this.namespace(exemptionsNamespace ?? ""), exemptionsOwner)
+    )
+      return undefined;
     return this.exemptionStore?.synced ? (this.exemptionStore.all() as KubeObject[]) : undefined;
   }
 
@@ -249,47 +273,86 @@ export class LiveCluster implements ClusterView {
     namespace: string,
     serviceAccount: string,
     secrets: string[],
+    deadline?: number,
   ): Promise<SecretAccess | undefined> {
-    return this.accessReviews.secretAccess(namespace, serviceAccount, secrets);
+    return this.accessReviews.secretAccess(namespace, serviceAccount, secrets, deadline);
   }
 
   async imageConfigs(
     refs: ImageRef[],
     platform: Platform,
     pullSecrets?: PullSecrets,
+    deadline?: number,
   ): Promise<Map<string, ImageLookup>> {
     const images = this.options.images;
     if (!images || !pullSecrets?.names.length)
-      return imageConfigsVia(images, refs, platform, "images.inspect is off");
-    const secrets = await Promise.all(
-      pullSecrets.names.map(name => this.pullSecret(pullSecrets.namespace, name)),
+      return imageConfigsVia(images, refs, platform, "images.inspect is off", deadline);
+    const names = [...new Set(pullSecrets.names)];
+    if (names.length > MAX_PULL_SECRETS_PER_POD)
+      this.log?.warn(
+        { namespace: pullSecrets.namespace, secrets: names.length },
+        `images.workloadPullSecrets: a pod names ${names.length} pull Secrets; the first ${MAX_PULL_SECRETS_PER_POD} are read, the others not`,
+      );
+    const read = names.slice(0, MAX_PULL_SECRETS_PER_POD);
+    const tables = await Promise.all(
+      read.map(name => this.pullSecretCredentials(pullSecrets.namespace, name, deadline)),
     );
-    const { table } = credentialsOfSecrets(secrets.filter((s): s is KubeObject => !!s));
-    return images.inspect(refs, platform, registry => table.get(registry));
+    // The first Secret naming a registry wins, as the kubelet tries them in order.
+    const get = (registry: string) => tables.find(t => t.has(registry))?.get(registry);
+    return images.inspect(refs, platform, {
+      deadline,
+      own: { source: `${pullSecrets.namespace}/${read.join(",")}`, get },
+    });
   }
 
-  private readonly pullSecrets = new Map<string, { secret?: KubeObject; expires: number }>();
+  /** Credentials of pull Secrets read lately (only those: never the Secret objects). */
+  private readonly pullSecrets = new Map<
+    string,
+    { table: Promise<Map<string, RegistryCredentials>>; expires: number }
+  >();
 
-  /** A pod's pull Secret, read through the API (bounded, cached a minute); undefined if it cannot be. */
-  private async pullSecret(namespace: string, name: string): Promise<KubeObject | undefined> {
+  /**
+   * A pod's pull Secret's credentials, read through the API (bounded by the request's deadline,
+   * cached a minute, one read at a time per Secret); empty when it cannot be read.
+   */
+  private pullSecretCredentials(
+    namespace: string,
+    name: string,
+    deadline = Date.now() + API_BUDGET_MS,
+  ): Promise<Map<string, RegistryCredentials>> {
     const key = `${namespace}/${name}`;
     const cached = this.pullSecrets.get(key);
-    if (cached && cached.expires > Date.now()) return cached.secret;
+    if (cached && cached.expires > Date.now()) return cached.table;
     const read = this.options.readSecret ?? readSecretFromApi;
-    let secret: KubeObject | undefined;
-    try {
-      secret = await withBudget(read(namespace, name), API_BUDGET_MS, `reading Secret ${key}`);
-    } catch (e) {
-      this.log?.warn(
-        { secret: key, error: describeError(e) },
-        "images.workloadPullSecrets: a pod's pull Secret could not be read; its registry is read without it",
-      );
-    }
-    this.pullSecrets.set(key, { secret, expires: Date.now() + PULL_SECRET_TTL_MS });
-    if (this.pullSecrets.size > 1000)
+    const budget = Math.max(0, Math.min(API_BUDGET_MS, deadline - Date.now()));
+    const table = withBudget(read(namespace, name), budget, `reading Secret ${key}`).then(
+      secret => boundedCredentials(credentialsOfSecrets(secret ? [secret] : []).table),
+      e => {
+        this.log?.warn(
+          { secret: bounded(key), error: bounded(describeError(e)) },
+          "images.workloadPullSecrets: a pod's pull Secret could not be read; its registry is read without it",
+        );
+        return new Map<string, RegistryCredentials>();
+      },
+    );
+    this.pullSecrets.set(key, { table, expires: Date.now() + PULL_SECRET_TTL_MS });
+    if (this.pullSecrets.size > MAX_PULL_SECRETS_CACHED)
       this.pullSecrets.delete(this.pullSecrets.keys().next().value!);
-    return secret;
+    return table;
   }
+}
+
+/** A Secret's credentials as kept: a few registries, each of a bounded size. */
+function boundedCredentials(
+  table: Map<string, RegistryCredentials>,
+): Map<string, RegistryCredentials> {
+  const kept = new Map<string, RegistryCredentials>();
+  for (const [registry, c] of table) {
+    if (kept.size >= MAX_REGISTRIES_PER_SECRET) break;
+    if (registry.length + c.username.length + c.password.length <= MAX_CREDENTIAL_BYTES)
+      kept.set(registry, c);
+  }
+  return kept;
 }
 
 async function readNamespaceFromApi(name: string): Promise<KubeObject | undefined> {

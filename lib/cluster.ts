@@ -53,22 +53,26 @@ export interface ClusterView {
   ensureServiceAccount(namespace: string, name: string, dryRun: boolean): Promise<EnsureResult>;
   /**
    * May `system:serviceaccount:<ns>:<sa>` get each of these secrets in the namespace?
-   * undefined when it cannot be known (API unreachable, no RBAC in the snapshot).
+   * undefined when it cannot be known (API unreachable, no RBAC in the snapshot); a secret left
+   * out of the answer was not checked (live: no review is started after `deadline`, epoch ms).
    */
   secretAccess(
     namespace: string,
     serviceAccount: string,
     secrets: string[],
+    deadline?: number,
   ): Promise<SecretAccess | undefined>;
   /**
    * The images' configs (User, WorkingDir, Env) for a platform, keyed by normalised reference;
    * "unknown", with the reason, when they cannot be read (inspection off, registry down, offline).
-   * Bounded by settings.images.budgetMs; never throws.
+   * Waits until `deadline` (epoch ms; the request's) at most, else settings.images.budgetMs;
+   * never throws.
    */
   imageConfigs(
     refs: ImageRef[],
     platform: Platform,
     pullSecrets?: PullSecrets,
+    deadline?: number,
   ): Promise<Map<string, ImageLookup>>;
   /**
    * Makes the namespace's labels known before a request is judged (live: the watch may not have
@@ -94,10 +98,11 @@ export function imageConfigsVia(
   refs: ImageRef[],
   platform: Platform,
   offReason: string,
+  deadline?: number,
 ): Promise<Map<string, ImageLookup>> {
   if (!refs.length) return Promise.resolve(new Map());
   return inspector
-    ? inspector.inspect(refs, platform)
+    ? inspector.inspect(refs, platform, { deadline })
     : Promise.resolve(unknownImages(refs, offReason));
 }
 
@@ -203,7 +208,12 @@ export class SnapshotCluster implements ClusterView {
     return this.rbac(this.objects, namespace, serviceAccount, secrets);
   }
 
-  imageConfigs(refs: ImageRef[], platform: Platform): Promise<Map<string, ImageLookup>> {
-    return imageConfigsVia(this.images, refs, platform, OFFLINE_IMAGES);
+  imageConfigs(
+    refs: ImageRef[],
+    platform: Platform,
+    _pullSecrets?: PullSecrets,
+    deadline?: number,
+  ): Promise<Map<string, ImageLookup>> {
+    return imageConfigsVia(this.images, refs, platform, OFFLINE_IMAGES, deadline);
   }
 }

@@ -1,8 +1,14 @@
 // Kubernetes Events on the pods the module fixed, where `kubectl describe pod` shows them. They are
 // written from Pepr's watcher when a fixed pod appears (capabilities/reports), never from the
 // admission path: a pod has no uid before it is stored (describe finds events by uid), and an API
-// call there would cost every admission its time. Rate-limited across the cluster; an Event over
-// the budget is dropped and counted, never queued without bound.
+// call there would cost every admission its time. Rate-limited across the cluster and per
+// namespace (one tenant's flood of pods cannot spend everyone's budget); an Event over a budget is
+// dropped and counted, never queued without bound.
+//
+// What an Event says comes from the trace annotation, which the pod's author may also write: only
+// the module's own capability names and rule-like names (bounded, a few dozen) are repeated, with
+// the module's own descriptions, so a forged annotation cannot put free text in an Event signed
+// admission-guard.
 import { recordedFixes } from "./engine";
 import type { KubeObject } from "./pod";
 import type { Policy } from "./policy";
@@ -11,6 +17,10 @@ export const EVENT_REASON = "AdmissionGuardFixed";
 export const EVENT_COMPONENT = "admission-guard";
 /** A pod created longer ago than this gets no Event: the watcher is listing what already ran. */
 export const EVENT_WINDOW_MS = 5 * 60_000;
+/** At most this many capability/rule entries of a trace are told (a real trace has about 20). */
+export const EVENT_MAX_ENTRIES = 32;
+/** A rule name as the module writes them (runAsNonRoot, component-from-app): nothing else is told. */
+const RULE_NAME = /^[A-Za-z][A-Za-z0-9-]{0,47}$/;
 
 export interface CoreEvent {
   apiVersion: "v1";
@@ -43,9 +53,9 @@ export function fixedEvent(
 ): CoreEvent | undefined {
   const meta = pod.metadata ?? {};
   if (pod.kind !== "Pod" || !meta.name || !meta.namespace || !meta.uid) return undefined;
-  const fixed = recordedFixes(pod);
-  if (!fixed.size) return undefined;
   const why = new Map(policies.map(p => [p.name, p.description]));
+  const fixed = toldFixes(recordedFixes(pod), why);
+  if (!fixed.size) return undefined;
   const parts = [...fixed].map(
     ([capability, rules]) =>
       `${capability}: ${rules.join(", ")}${why.has(capability) ? ` (${why.get(capability)})` : ""}`,
@@ -75,6 +85,26 @@ export function fixedEvent(
   };
 }
 
+/**
+ * The entries of a trace an Event may tell: a capability of the module, a rule-like name, at most
+ * EVENT_MAX_ENTRIES in all. Anything else in the annotation was not written by the module.
+ */
+function toldFixes(
+  fixed: ReadonlyMap<string, readonly string[]>,
+  capabilities: ReadonlyMap<string, string>,
+): Map<string, string[]> {
+  const told = new Map<string, string[]>();
+  let entries = 0;
+  for (const [capability, rules] of fixed) {
+    if (!capabilities.has(capability)) continue;
+    const kept = rules.filter(rule => RULE_NAME.test(rule)).slice(0, EVENT_MAX_ENTRIES - entries);
+    entries += kept.length;
+    if (kept.length) told.set(capability, kept);
+    if (entries >= EVENT_MAX_ENTRIES) break;
+  }
+  return told;
+}
+
 /** A token bucket: `perSecond` on average, bursts of up to `burst`. */
 export class TokenBucket {
   private tokens: number;
@@ -100,7 +130,10 @@ export class TokenBucket {
 }
 
 export interface FixEventsOptions {
+  /** Across the cluster (settings events.perSecond); bursts of 5 seconds' worth. */
   perSecond: number;
+  /** Per namespace (settings events.perNamespacePerSecond); absent: no per-namespace budget. */
+  perNamespacePerSecond?: number;
   write: (event: CoreEvent) => Promise<void>;
   policies: () => readonly Policy[];
   instance?: string;
@@ -110,10 +143,14 @@ export interface FixEventsOptions {
 
 /** Pods already given their Event, kept for the last this many (a watcher re-lists, a pod is MODIFIED). */
 const REMEMBERED = 20_000;
+/** Namespaces whose budget is kept, the most recently used; one forgotten starts again full. */
+export const NAMESPACE_BUCKETS = 5_000;
 
 export class FixEvents {
-  readonly stats = { written: 0, dropped: 0, failed: 0 };
+  /** dropped: over either budget; of them, throttledNamespace: over its namespace's. */
+  readonly stats = { written: 0, dropped: 0, throttledNamespace: 0, failed: 0 };
   private readonly bucket: TokenBucket;
+  private readonly namespaceBuckets = new Map<string, TokenBucket>();
   private readonly seen = new Set<string>();
   private readonly now: () => number;
 
@@ -136,6 +173,12 @@ export class FixEvents {
     );
     if (!event) return;
     this.remember(String(uid));
+    // Its namespace's budget first: a namespace over it spends nothing of everyone's.
+    if (!this.namespaceBudget(event.involvedObject.namespace)) {
+      this.stats.throttledNamespace++;
+      this.stats.dropped++;
+      return;
+    }
     if (!this.bucket.take()) {
       this.stats.dropped++;
       return;
@@ -150,6 +193,20 @@ export class FixEvents {
         "could not write the pod's Event",
       );
     }
+  }
+
+  /** Whether the namespace may have one more Event now (true without a per-namespace budget). */
+  private namespaceBudget(namespace: string): boolean {
+    const perSecond = this.options.perNamespacePerSecond;
+    if (!perSecond) return true;
+    let bucket = this.namespaceBuckets.get(namespace);
+    if (bucket)
+      this.namespaceBuckets.delete(namespace); // re-inserted: the most recently used
+    else bucket = new TokenBucket(perSecond, Math.max(1, perSecond * 5), this.now);
+    this.namespaceBuckets.set(namespace, bucket);
+    if (this.namespaceBuckets.size > NAMESPACE_BUCKETS)
+      this.namespaceBuckets.delete(this.namespaceBuckets.keys().next().value as string);
+    return bucket.take();
   }
 
   private remember(uid: string): void {

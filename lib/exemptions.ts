@@ -15,12 +15,16 @@
 //         rules: [privileged, hostPathVolumes]   # omitted: every rule, and its fixes are skipped too
 //
 // Only Exemptions in one namespace (settings.exemptions.namespace) count, so whoever RBAC lets write
-// there grants them, never the workload's author. Pure: parsing, matching and waiving here; where the
-// Exemptions come from is the cluster view's business (a watch, or a snapshot for `check`).
+// there grants them, never the workload's author. In the cluster, only while that namespace carries
+// the install's ownership label (exemptionsNamespaceOwned): where tenants may create namespaces,
+// one who created it first (and so may write there) grants nothing. Pure: parsing, matching and
+// waiving here; where the Exemptions come from is the cluster view's business (a watch, or a
+// snapshot for `check`).
 import type { V1LabelSelector, V1LabelSelectorRequirement } from "@kubernetes/client-node";
 import { podTemplateOf, type KubeObject } from "./pod";
 import { isRecord } from "./record";
-import type { Settings } from "./settings";
+import type { NamespaceInfo } from "./cluster";
+import { OWNED_BY_LABEL, type Settings } from "./settings";
 import { formatNote, type Violation } from "./verdict";
 
 export const EXEMPTION_GVK = {
@@ -276,6 +280,17 @@ function parsedExemption(obj: KubeObject): Exemption | null {
   let exemption = parsed.get(obj);
   if (exemption === undefined) parsed.set(obj, (exemption = readExemption(obj).exemption ?? null));
   return exemption;
+}
+
+/**
+ * Whether the Exemptions namespace is the install's own: labelled OWNED_BY_LABEL with the module's
+ * uuid (scripts/namespace-guards.mjs writes it). Unknown (not in the cache): not owned.
+ */
+export function exemptionsNamespaceOwned(
+  namespace: NamespaceInfo | undefined,
+  moduleUuid: string,
+): boolean {
+  return !!moduleUuid && namespace?.labels[OWNED_BY_LABEL] === moduleUuid;
 }
 
 /**

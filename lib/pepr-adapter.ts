@@ -6,7 +6,14 @@
 import type { Capability, PeprMutateRequest, PeprValidateRequest } from "pepr";
 import { Log } from "pepr";
 import type { KubernetesObject } from "kubernetes-fluent-client";
-import { answer, mutate, reasonOf, type AdmissionInput, type EngineDeps } from "./engine";
+import {
+  answer,
+  deadlineOf,
+  mutate,
+  reasonOf,
+  type AdmissionInput,
+  type EngineDeps,
+} from "./engine";
 import { recordDecision } from "./metrics";
 import type { KubeObject } from "./pod";
 import type { Operation, Policy } from "./policy";
@@ -49,6 +56,10 @@ function inputOf(req: Request): AdmissionInput {
     oldObject: (r.oldObject as KubeObject | undefined) ?? undefined,
     dryRun: r.dryRun === true,
     namespace: r.namespace,
+    // One budget from the request's arrival, shared by every capability's action on it.
+    deadline: deadlineOf(r, configured().settings.images.budgetMs),
+    // Whose word "made by a controller" is (lib/engine/update-gate.ts).
+    user: r.userInfo?.username,
   };
 }
 

@@ -138,6 +138,49 @@ export function containersOf(template: PodTemplateRef): ContainerRef[] {
   return out;
 }
 
+/** A field of a pod spec that names an image the kubelet pulls. */
+export interface ImageRefField {
+  /** For messages: `container "trainer"`, `image volume "weights"`. */
+  owner: string;
+  /** The field's name in messages: "image" (a container), "reference" (an image volume). */
+  field: "image" | "reference";
+  /** JSON path of the field, e.g. "spec.containers[0].image" or "spec.volumes[2].image.reference". */
+  path: string;
+  /** What the field holds: untrusted, may be anything. */
+  value: unknown;
+  /** Writes another image into the field (the mirror rewrite). */
+  set(image: string): void;
+}
+
+/**
+ * Every image a pod spec pulls: each container's `image`, then each image volume's
+ * `image.reference` (Kubernetes image volumes, e.g. model weights mounted from a registry), so that
+ * a rule on images sees them all through one walk.
+ */
+export function imagesOf(template: PodTemplateRef): ImageRefField[] {
+  const out: ImageRefField[] = containersOf(template).map(c => ({
+    owner: describeContainer(c),
+    field: "image",
+    path: `${c.path}.image`,
+    value: c.container.image,
+    set: (image: string) => (c.container.image = image),
+  }));
+  const volumes: unknown = (template.spec as unknown as Record<string, unknown>).volumes;
+  if (!Array.isArray(volumes)) return out;
+  volumes.forEach((volume, index) => {
+    if (!isRecord(volume) || !isRecord(volume.image)) return;
+    const source = volume.image;
+    out.push({
+      owner: `image volume "${typeof volume.name === "string" ? volume.name : `#${index}`}"`,
+      field: "reference",
+      path: fieldPath(template, `spec.volumes[${index}].image.reference`),
+      value: source.reference,
+      set: (image: string) => (source.reference = image),
+    });
+  });
+  return out;
+}
+
 /** A short human name for a container in messages: `container "trainer"` / `init container "setup"`. */
 export function describeContainer(ref: ContainerRef): string {
   const label =

@@ -53,6 +53,16 @@ export interface RuleContext {
   scan: boolean;
   /** Every policy of the module (the Exemptions' validation names their capabilities and rules). */
   policies: readonly Policy[];
+  /**
+   * When the request's waiting ends (epoch ms): its arrival plus images.budgetMs, one for every
+   * role, fix and check of the request (image lookups, and the API calls made for it).
+   */
+  deadline?: number;
+  /**
+   * Who sent the request (its userInfo.username); unset for `check` and the reports' scan. Only a
+   * Kubernetes controller's word that it made an object counts (lib/engine/update-gate.ts).
+   */
+  user?: string;
 }
 
 /** A pod spec to fix or check, and the object it belongs to. */

@@ -12,6 +12,7 @@
 // `json` factory of the very express instance Pepr loads. This code is in the bundle and works in
 // the image. Pepr only, no rule logic: the rules stay pure.
 import { createRequire } from "node:module";
+import { isIPv4 } from "node:net";
 
 /** Enough for any review the API server can send: 3 MiB new object + stored object + envelope. */
 export const WEBHOOK_BODY_LIMIT = "8mb";
@@ -33,6 +34,7 @@ type Middleware = (req: DrainRequest, res: DrainResponse, next: (err?: unknown) 
 interface DrainRequest {
   method?: string;
   path?: string;
+  socket?: { remoteAddress?: string };
 }
 interface DrainResponse {
   setHeader(name: string, value: string): void;
@@ -46,6 +48,19 @@ export const DRAIN_PATH = "/admission-guard/drain";
 export const DRAIN_MS = 5000;
 
 /**
+ * Whether a connection comes from inside the pod: 127.0.0.0/8, ::1, or 127.x mapped into IPv6.
+ * The preStop hook is an `exec` in the controller's container, so it calls from loopback; another
+ * pod, the API server or a node never does. An address in any other form counts as remote.
+ */
+export function isLoopbackPeer(address: string | undefined): boolean {
+  if (!address) return false;
+  const lower = address.toLowerCase();
+  if (lower === "::1") return true;
+  const v4 = lower.startsWith("::ffff:") ? lower.slice("::ffff:".length) : lower;
+  return isIPv4(v4) && v4.startsWith("127.");
+}
+
+/**
  * Graceful stop for the admission pods: the preStop hook's GET of DRAIN_PATH starts draining
  * (every answer from then on carries `Connection: close`, so the API server opens new connections,
  * to the Service's other endpoints, instead of reusing this pod's) and returns after DRAIN_MS; only
@@ -53,6 +68,10 @@ export const DRAIN_MS = 5000;
  * a kept-alive connection as Pepr closes it fails (`EOF`), and with failurePolicy Fail the pod
  * creation is refused: measured once in ~550 during a `kubectl rollout restart` on the node tier.
  * Wraps the middleware of Pepr's `express.json`, which Pepr installs for every request.
+ *
+ * The drain is a switch nobody authenticates, so only a loopback peer reaches it: from anywhere
+ * else the path is unknown (Pepr answers 404) and nothing changes. Only the first call waits:
+ * a repeat answers at once, so no caller holds sockets open by calling again.
  */
 export function installGracefulDrain(drainMs: number = DRAIN_MS): boolean {
   let draining = false;
@@ -60,7 +79,17 @@ export function installGracefulDrain(drainMs: number = DRAIN_MS): boolean {
     original => options => {
       const parse = original(options) as Middleware;
       const middleware: Middleware = (req, res, next) => {
-        if (req.method === "GET" && req.path === DRAIN_PATH) {
+        if (
+          req.method === "GET" &&
+          req.path === DRAIN_PATH &&
+          isLoopbackPeer(req.socket?.remoteAddress)
+        ) {
+          res.setHeader("Connection", "close");
+          if (draining) {
+            res.statusCode = 200;
+            res.end("already draining");
+            return;
+          }
           draining = true;
           setTimeout(() => {
             res.statusCode = 200;

@@ -2,7 +2,9 @@
 // go (a rollout, a drained node, a deleted pod), measured on the node tier (test/node/50-deploy):
 // - a preStop hook that drains the pod (GET /admission-guard/drain, lib/webhook-body-limit.ts:
 //   answers carry `Connection: close` for 5 s, then SIGTERM), so no request is sent on a kept-alive
-//   connection as Pepr closes its server, and a termination grace period that covers it (15 s);
+//   connection as Pepr closes its server, and a termination grace period that covers it (15 s).
+//   The hook is an `exec` of the image's node inside the container, calling 127.0.0.1: the server
+//   honours the drain from a loopback peer only, so no other pod can switch it on;
 // - a PodDisruptionBudget (minAvailable 1), so a node drain never takes both replicas at once.
 // In dist/pepr-module-<uuid>.yaml and in the Helm chart. Idempotent; anything it cannot find to
 // change is an error, as for scripts/webhook-reinvocation.mjs.
@@ -12,7 +14,17 @@ import { chart, manifest, pepr } from "./build-output.mjs";
 
 const DRAIN_PATH = "/admission-guard/drain"; // lib/webhook-body-limit.ts DRAIN_PATH
 const GRACE_SECONDS = 15;
-const PRE_STOP = { httpGet: { path: DRAIN_PATH, port: 3000, scheme: "HTTPS" } };
+/**
+ * The drain call, run by the image's node: waits for the answer (the drain's 5 s) and fails the
+ * hook, visibly (a FailedPreStopHook Event), on an error or after 10 s. The certificate is the
+ * module's own, for its Service name, so it is not verified on 127.0.0.1.
+ */
+const DRAIN_SCRIPT = [
+  `const r=require("https").get({host:"127.0.0.1",port:3000,path:"${DRAIN_PATH}",rejectUnauthorized:false},`,
+  `s=>{s.resume();s.on("end",()=>process.exit(s.statusCode===200?0:1))});`,
+  `r.on("error",()=>process.exit(1));setTimeout(()=>process.exit(1),10000).unref()`,
+].join("");
+const PRE_STOP = { exec: { command: ["node", "-e", DRAIN_SCRIPT] } };
 
 const NAME = `pepr-${pepr.uuid}`;
 
@@ -61,18 +73,21 @@ writeFileSync(values, valuesDoc.toString());
 const hookLines = pad => [
   `${pad}lifecycle:`,
   `${pad}  preStop:`,
-  `${pad}    httpGet:`,
-  `${pad}      path: ${DRAIN_PATH}`,
-  `${pad}      port: 3000`,
-  `${pad}      scheme: HTTPS`,
+  `${pad}    exec:`,
+  `${pad}      command:`,
+  `${pad}        - node`,
+  `${pad}        - -e`,
+  `${pad}        - ${JSON.stringify(DRAIN_SCRIPT)}`,
 ];
 const lines = readFileSync(template, "utf8").split("\n");
 const out = [];
 let added = 0;
 for (let i = 0; i < lines.length; i++) {
-  // A second run: the block this script wrote goes, and is written again below.
-  if (/^\s*lifecycle:\s*$/.test(lines[i])) {
-    i += hookLines("").length - 1;
+  // A second run: the block this script wrote (this one, or an older one's httpGet hook) goes,
+  // and is written again below.
+  const block = /^(\s*)lifecycle:\s*$/.exec(lines[i]);
+  if (block) {
+    while (i + 1 < lines.length && lines[i + 1].startsWith(`${block[1]} `)) i++;
     continue;
   }
   const ports = /^(\s*)ports:\s*$/.exec(lines[i]);
@@ -89,5 +104,5 @@ writeFileSync(
   `{{- if .Values.admission.enabled }}\n${stringify(budget)}{{- end }}\n`,
 );
 console.log(
-  `admission availability: preStop drain, terminationGracePeriodSeconds ${GRACE_SECONDS}, PodDisruptionBudget minAvailable 1, in the manifest and the Helm chart`,
+  `admission availability: preStop drain (exec, loopback only), terminationGracePeriodSeconds ${GRACE_SECONDS}, PodDisruptionBudget minAvailable 1, in the manifest and the Helm chart`,
 );

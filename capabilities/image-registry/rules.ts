@@ -1,6 +1,7 @@
-// Image provenance: mirrors rewrite images (fix), then every image of every container must come from
-// an allowed registry, optionally pinned by digest and not on a moving `latest` tag (check).
-import { containersOf, describeContainer, type ContainerRef } from "../../lib/pod";
+// Image provenance: mirrors rewrite images (fix), then every image a pod pulls (its containers' and
+// its image volumes') must come from an allowed registry, optionally pinned by digest and not on a
+// moving `latest` tag (check).
+import { imagesOf, type ImageRefField } from "../../lib/pod";
 import type { PodTarget, RuleContext } from "../../lib/policy";
 import { envName, NS_KEYS, type Settings } from "../../lib/settings";
 import { formatNote } from "../../lib/verdict";
@@ -91,22 +92,22 @@ export function mirrorImage(ref: ImageRef, mirrors: Mirror[]): string | undefine
   return formatRef({ registry: mirror.to.registry, repository, tag: ref.tag, digest: ref.digest });
 }
 
-/** fix: rewrites images to their mirrors, in place. */
+/** fix: rewrites images (containers' and image volumes') to their mirrors, in place. */
 export function rewriteToMirrors(target: PodTarget, ctx: RuleContext): RuleChange[] {
   const registries = ctx.settings.registries;
   if (!registries.enabled || !Object.keys(registries.mirrors).length) return [];
   const { mirrors } = mirrorsOf(ctx.settings);
   const changes: RuleChange[] = [];
-  for (const c of containersOf(target.template)) {
-    const written = c.container.image;
+  for (const field of imagesOf(target.template)) {
+    const written = field.value;
     const parsed = parseImage(written);
     if (!parsed.ok) continue; // the check reports it
     const mirrored = mirrorImage(parsed.ref, mirrors);
     if (!mirrored) continue;
-    c.container.image = mirrored;
+    field.set(mirrored);
     changes.push({
       rule: "mirror",
-      message: `${c.path}.image="${mirrored}" (was "${written}")`,
+      message: `${field.path}="${mirrored}" (was "${String(written)}")`,
     });
   }
   return changes;
@@ -121,6 +122,20 @@ export function namespaceEntries(ctx: RuleContext): string[] | undefined {
     .map(s => s.trim())
     .filter(Boolean);
   return entries.length ? entries : undefined;
+}
+
+/**
+ * Whether an image's registry is allowed here by registries.allowed and the namespace's narrowing
+ * (true when neither lists anything, or the capability is off): what the image reader asks before
+ * it reads an image at all.
+ */
+export function registryAllowed(ref: ImageRef, ctx: RuleContext): boolean {
+  const registries = ctx.settings.registries;
+  if (!registries.enabled) return true;
+  const nsWritten = namespaceEntries(ctx);
+  return [registries.allowed.length ? registries.allowed : undefined, nsWritten].every(
+    entries => !entries || parseList(entries, "").prefixes.some(p => underPrefix(ref, p)),
+  );
 }
 
 /**
@@ -140,7 +155,7 @@ function effectiveList(cluster?: RegistryPrefix[], ns?: RegistryPrefix[]): strin
 
 const listText = (list: string[]) => (list.length ? list.join(", ") : "nothing");
 
-/** check: every container's image is valid, allowed, and pinned as the settings ask. */
+/** check: every image the pod pulls is valid, allowed, and pinned as the settings ask. */
 export function checkImages(target: PodTarget | undefined, ctx: RuleContext): RuleFindings {
   const findings = noFindings();
   const registries = ctx.settings.registries;
@@ -163,8 +178,8 @@ export function checkImages(target: PodTarget | undefined, ctx: RuleContext): Ru
   );
   const allowedText = listText(effectiveList(clusterList?.prefixes, nsList?.prefixes));
 
-  for (const c of containersOf(target.template)) {
-    const parsed = parseImage(c.container.image);
+  for (const c of imagesOf(target.template)) {
+    const parsed = parseImage(c.value);
     if (!parsed.ok) {
       findings.violations.push(invalid(c, parsed.reason));
       continue;
@@ -182,19 +197,20 @@ export function checkImages(target: PodTarget | undefined, ctx: RuleContext): Ru
   return findings;
 }
 
-const imageOf = (c: ContainerRef) => String(c.container.image);
+/** `container "trainer" image "ghcr.io/a:1"`, `image volume "weights" reference "ghcr.io/w:1"`. */
+const named = (c: ImageRefField) => `${c.owner} ${c.field} "${String(c.value)}"`;
 
-function invalid(c: ContainerRef, reason: string): RuleViolation {
-  const shown = typeof c.container.image === "string" ? `"${c.container.image}"` : "(none)";
+function invalid(c: ImageRefField, reason: string): RuleViolation {
+  const shown = typeof c.value === "string" ? `"${c.value}"` : "(none)";
   return {
     rule: "invalid-reference",
-    message: `${describeContainer(c)} has image ${shown}, which is not a valid image reference (${reason})`,
-    fix: `set ${c.path}.image to [registry/]repository[:tag][@digest] in lower case, e.g. ghcr.io/org/app:1.2.3`,
+    message: `${c.owner} has ${c.field} ${shown}, which is not a valid image reference (${reason})`,
+    fix: `set ${c.path} to [registry/]repository[:tag][@digest] in lower case, e.g. ghcr.io/org/app:1.2.3`,
   };
 }
 
 function notAllowed(
-  c: ContainerRef,
+  c: ImageRefField,
   ref: ImageRef,
   allowedText: string,
   clusterOk: boolean,
@@ -208,24 +224,24 @@ function notAllowed(
   return {
     rule: "registry-not-allowed",
     message:
-      `${describeContainer(c)} image "${imageOf(c)}" (${ref.normalised}) is from registry ${ref.registry}, ` +
+      `${named(c)} (${ref.normalised}) is from registry ${ref.registry}, ` +
       `which is not allowed${clusterOk ? ` in namespace ${ns}` : ""}; allowed: ${allowedText}`,
-    fix: `use an image from an allowed registry or its mirror (${allowedText}) in ${c.path}.image; if ${ref.registry} should be allowed, ${where}`,
+    fix: `use an image from an allowed registry or its mirror (${allowedText}) in ${c.path}; if ${ref.registry} should be allowed, ${where}`,
   };
 }
 
-function noDigest(c: ContainerRef, ref: ImageRef): RuleViolation {
+function noDigest(c: ImageRefField, ref: ImageRef): RuleViolation {
   return {
     rule: "digest-required",
-    message: `${describeContainer(c)} image "${imageOf(c)}" is not pinned by digest`,
-    fix: `set ${c.path}.image to ${ref.normalised}@sha256:<digest> (the digest is printed by: crane digest ${ref.normalised}); admins: registries.requireDigest (${envName("registries.requireDigest")})`,
+    message: `${named(c)} is not pinned by digest`,
+    fix: `set ${c.path} to ${ref.normalised}@sha256:<digest> (the digest is printed by: crane digest ${ref.normalised}); admins: registries.requireDigest (${envName("registries.requireDigest")})`,
   };
 }
 
-function latest(c: ContainerRef, ref: ImageRef): RuleViolation {
+function latest(c: ImageRefField, ref: ImageRef): RuleViolation {
   return {
     rule: "latest-forbidden",
-    message: `${describeContainer(c)} image "${imageOf(c)}" ${ref.tag ? "uses the latest tag" : "has no tag (means latest)"}, which can change under a running workload`,
-    fix: `set ${c.path}.image to a fixed version tag or a digest, e.g. ${ref.registry}/${ref.repository}:1.2.3; admins: registries.forbidLatest (${envName("registries.forbidLatest")})`,
+    message: `${named(c)} ${ref.tag ? "uses the latest tag" : "has no tag (means latest)"}, which can change under a running workload`,
+    fix: `set ${c.path} to a fixed version tag or a digest, e.g. ${ref.registry}/${ref.repository}:1.2.3; admins: registries.forbidLatest (${envName("registries.forbidLatest")})`,
   };
 }

@@ -77,3 +77,21 @@ export function annotationBytes(annotations: unknown): number {
 }
 
 export const countOf = (list: unknown): number => (Array.isArray(list) ? list.length : 0);
+
+/** Each projected volume of a pod spec with its source count, in order (unnamed: "#<index>"). */
+export function projectedSources(volumes: unknown): { volume: string; sources: number }[] {
+  if (!Array.isArray(volumes)) return [];
+  const out: { volume: string; sources: number }[] = [];
+  volumes.forEach((v, i) => {
+    if (!isRecord(v) || !isRecord(v.projected)) return;
+    out.push({
+      volume: typeof v.name === "string" ? v.name : `#${i}`,
+      sources: countOf(v.projected.sources),
+    });
+  });
+  return out;
+}
+
+/** All projected volume sources of a pod spec together. */
+export const projectedSourceCount = (volumes: unknown): number =>
+  projectedSources(volumes).reduce((total, p) => total + p.sources, 0);

@@ -12,6 +12,7 @@ export const payloadSizePolicy: Policy = {
     "too-many-env",
     "too-many-env-from",
     "too-many-volumes",
+    "too-many-projected-sources",
     "too-many-volume-mounts",
   ],
   description:

@@ -24,6 +24,8 @@ import {
   countOf,
   formatBytes,
   jsonBytes,
+  projectedSourceCount,
+  projectedSources,
   storedForm,
   withoutPeprAnnotations,
   withThousands,
@@ -292,6 +294,8 @@ function checkPodSpec(
       ),
     );
 
+  checkProjectedSources(v, template, limits, oldSpec && projectedSourceCount(oldSpec.volumes));
+
   for (const c of containersOf(template)) {
     const before = oldSpec ? (oldContainer(c.kind, c.container.name) ?? {}) : undefined;
     const fields = c.container as unknown as Record<string, unknown>;
@@ -312,4 +316,36 @@ function checkPodSpec(
       );
     }
   }
+}
+
+/**
+ * Sources of projected volumes, all volumes together: each is an object the kubelet fetches and
+ * watches, and each secret one the service-account rule may be asked about.
+ */
+function checkProjectedSources(
+  v: RuleViolation[],
+  template: PodTarget["template"],
+  limits: Limits,
+  previous: number | undefined,
+) {
+  const limit = limits.maxProjectedSources;
+  const volumes = projectedSources(template.spec.volumes);
+  const total = volumes.reduce((sum, p) => sum + p.sources, 0);
+  if (!limit || total <= limit) return;
+  const biggest = volumes
+    .sort((a, b) => b.sources - a.sources)
+    .slice(0, TOP)
+    .map(p => `volume "${p.volume}" ${plural(p.sources, "source")}`)
+    .join(", ");
+  const field = fieldPath(template, "spec.volumes");
+  v.push(
+    limitViolation(
+      "too-many-projected-sources",
+      `${field} has ${plural(total, "projected volume source")}, over the limit of ${withThousands(limit)}; biggest: ${biggest}`,
+      `keep the values in fewer Secrets and ConfigMaps (one holds many keys, projected by one source with items) in ${field}[].projected.sources`,
+      "maxProjectedSources",
+      previous,
+      total,
+    ),
+  );
 }

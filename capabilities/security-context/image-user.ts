@@ -12,7 +12,8 @@ import { parseImage, type ImageRef } from "../../lib/image-reference";
 import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster";
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import type { RuleContext } from "../../lib/policy";
-import { mirrorImage, mirrorsOf } from "../image-registry/rules";
+import { bounded } from "../../lib/images/limits";
+import { mirrorImage, mirrorsOf, registryAllowed } from "../image-registry/rules";
 
 export type ImageUser =
   | { kind: "root"; image: string; workingDir: string; home?: string }
@@ -21,13 +22,18 @@ export type ImageUser =
   | { kind: "unknown"; image: string; reason: string };
 
 const NUMBER = /^\d{1,10}$/;
+/** A node architecture as a label value writes it (anything else: not the pod's to choose). */
+const ARCHITECTURE = /^[a-z0-9]([-a-z0-9_.]{0,30}[a-z0-9])?$/;
+/** A Secret's name as the API accepts it. */
+const SECRET_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+/** Why an image is not read at all: the registry rules refuse it (image-registry denies it). */
+export const NOT_ALLOWED = "not read, its registry is not allowed";
 
 /** The image config's `User` ("", "root", "0", "1001", "1001:1001", "app", "app:app") read. */
 export function imageUserOf(image: string, lookup: ImageLookup | undefined): ImageUser {
   if (!lookup) return { kind: "unknown", image, reason: "not looked up" };
   if (lookup.state === "unknown") return { kind: "unknown", image, reason: lookup.reason };
-  const { user, workingDir, env } = lookup.config;
-  const home = env.find(e => e.startsWith("HOME="))?.slice(5) || undefined;
+  const { user, workingDir, home } = lookup.config;
   const [name, group] = user.split(":", 2);
   const base = { image, workingDir, home };
   if (name === "" || name === "root" || (NUMBER.test(name) && Number(name) === 0))
@@ -84,7 +90,8 @@ export const imageContainers = (template: PodTemplateRef): ContainerRef[] =>
 export function platformOf(template: PodTemplateRef, ctx: RuleContext): Platform {
   const selector = (template.spec as { nodeSelector?: Record<string, unknown> } | undefined)
     ?.nodeSelector?.["kubernetes.io/arch"];
-  if (typeof selector === "string" && selector) return { os: "linux", architecture: selector };
+  if (typeof selector === "string" && ARCHITECTURE.test(selector))
+    return { os: "linux", architecture: selector };
   return { os: "linux", architecture: clusterArchitecture(ctx.cluster.nodes()) };
 }
 
@@ -122,7 +129,10 @@ export async function imageUsersOf(
 ): Promise<Map<ContainerRef["container"], ImageUser>> {
   const containers = imageContainers(template);
   const refs = containers.map(c => pulledRef(c.container.image, ctx));
-  const wanted = refs.filter((r): r is ImageRef => r !== undefined);
+  // Only images that pass the registry rules are read: a pod cannot make the module connect to a
+  // registry that no admin allowed (the egress policy then decides where the connections go).
+  const allowed = refs.map(r => r !== undefined && registryAllowed(r, ctx));
+  const wanted = refs.filter((r, i): r is ImageRef => allowed[i]);
   // Off by setting: the same answer in the webhook and in `check`, without asking either.
   // A pod's own pull secrets only when the admin opted in (they need `get secrets` everywhere).
   const pullSecrets = ctx.settings.images.workloadPullSecrets
@@ -130,21 +140,26 @@ export async function imageUsersOf(
         namespace: ctx.namespaceName,
         names: (template.spec?.imagePullSecrets ?? [])
           .map(s => s?.name)
-          .filter((n): n is string => typeof n === "string" && n.length > 0),
+          .filter((n): n is string => typeof n === "string" && SECRET_NAME.test(n)),
       }
     : undefined;
-  const lookups = ctx.settings.images.inspect
-    ? await ctx.cluster.imageConfigs(wanted, platformOf(template, ctx), pullSecrets)
-    : unknownImages(wanted, "images.inspect is off");
+  const lookups = !wanted.length
+    ? new Map<string, ImageLookup>()
+    : ctx.settings.images.inspect
+      ? await ctx.cluster.imageConfigs(wanted, platformOf(template, ctx), pullSecrets, ctx.deadline)
+      : unknownImages(wanted, "images.inspect is off");
   const users = new Map<ContainerRef["container"], ImageUser>();
   containers.forEach((c, i) => {
-    const image = String(c.container.image ?? "");
+    // What is said of it is bounded: the pod writes the image (up to 1 KiB before validation).
+    const image = bounded(String(c.container.image ?? ""));
     const ref = refs[i];
     users.set(
       c.container,
-      ref
-        ? imageUserOf(image, lookups.get(ref.normalised))
-        : { kind: "unknown", image, reason: "the image reference is not valid" },
+      !ref
+        ? { kind: "unknown", image, reason: "the image reference is not valid" }
+        : !allowed[i]
+          ? { kind: "unknown", image, reason: NOT_ALLOWED }
+          : imageUserOf(image, lookups.get(ref.normalised)),
     );
   });
   return users;

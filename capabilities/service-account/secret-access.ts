@@ -6,9 +6,16 @@
 //
 // Every reference counts, optional ones included: `optional: true` tolerates a missing secret,
 // not a forbidden one. imagePullSecrets are not checked: only the kubelet reads them.
+//
+// A pod author chooses how many secrets a pod names (35,000 projected sources fit in 1 MB): at most
+// serviceAccount.maxSecretReviews distinct secrets are asked about per object, all roles of a
+// workload together and within one deadline; the rest are "not checked", said in a warning.
+import { API_BUDGET_MS } from "../../lib/api-calls";
 import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
 import type { PodTemplateRef } from "../../lib/pod";
+import { envName } from "../../lib/settings";
 import { formatNote } from "../../lib/verdict";
+import { withThousands } from "../payload-size/measure";
 import { noFindings, type PodTarget, type RuleContext, type RuleFindings } from "../../lib/policy";
 import { CAPABILITY, serviceAccountOf } from "./rules";
 import { isRecord } from "../../lib/record";
@@ -16,13 +23,22 @@ import { isRecord } from "../../lib/record";
 const nameIn = (x: unknown, field: string): string | undefined =>
   isRecord(x) && typeof x[field] === "string" && x[field] !== "" ? (x[field] as string) : undefined;
 
-/** Every secret a pod spec references → where (for messages), in first-seen order. */
+/** Places named per secret in a message; more are shown as MORE_PLACES. */
+const MAX_PLACES = 3;
+const MORE_PLACES = "…";
+
+/**
+ * Every secret a pod spec references → where (for messages, at most MAX_PLACES places, then
+ * MORE_PLACES), in first-seen order.
+ */
 export function secretReferences(template: PodTemplateRef): Map<string, string[]> {
   const refs = new Map<string, string[]>();
   const add = (name: string | undefined, where: string) => {
     if (!name) return;
     const list = refs.get(name) ?? [];
-    if (!list.includes(where)) list.push(where);
+    if (list.length < MAX_PLACES) {
+      if (!list.includes(where)) list.push(where);
+    } else if (list.length === MAX_PLACES && !list.includes(where)) list.push(MORE_PLACES);
     refs.set(name, list);
   };
   for (const ref of containersOf(template)) {
@@ -73,7 +89,42 @@ export function grantCommands(
   );
 }
 
-const quoteList = (names: string[]) => names.map(n => `"${n}"`).join(", ");
+/** Names quoted in a note; past the first few, how many more. */
+const NAMED_IN_NOTE = 5;
+const quoteList = (names: string[]) =>
+  names
+    .slice(0, NAMED_IN_NOTE)
+    .map(n => `"${n}"`)
+    .join(", ") +
+  (names.length > NAMED_IN_NOTE ? ` and ${withThousands(names.length - NAMED_IN_NOTE)} more` : "");
+
+/** What one judgement (one object, all its roles) has asked about so far. */
+interface Asked {
+  secrets: Set<string>;
+  /** No review starts after it (epoch ms): the roles of a workload share it. */
+  deadline: number;
+}
+// Keyed by the judgement's context: one per object judged, shared by its roles.
+const askedIn = new WeakMap<RuleContext, Asked>();
+
+/**
+ * The secrets of this pod spec that may still be asked about, within the object's cap
+ * (serviceAccount.maxSecretReviews distinct secrets; those asked by an earlier role count once).
+ */
+function withinCap(secrets: string[], ctx: RuleContext): { asked: Asked; take: string[] } {
+  let asked = askedIn.get(ctx);
+  if (!asked)
+    askedIn.set(ctx, (asked = { secrets: new Set(), deadline: Date.now() + API_BUDGET_MS }));
+  const take: string[] = [];
+  for (const secret of secrets) {
+    if (!asked.secrets.has(secret)) {
+      if (asked.secrets.size >= ctx.settings.serviceAccount.maxSecretReviews) continue;
+      asked.secrets.add(secret);
+    }
+    take.push(secret);
+  }
+  return { asked, take };
+}
 
 /** One question per pod (ClusterView.secretAccess), one finding for all secrets it may not get. */
 export async function checkSecretAccess(
@@ -88,9 +139,20 @@ export async function checkSecretAccess(
   if (!refs.size) return findings;
   const ns = ctx.namespaceName;
   const sa = serviceAccountOf(target.template.spec);
-  const secrets = [...refs.keys()];
-  const access = await ctx.cluster.secretAccess(ns, sa, secrets);
   const what = target.isTemplate ? `the pods of ${describeObject(object)}` : describeObject(object);
+  const { asked, take: secrets } = withinCap([...refs.keys()], ctx);
+  const beyondCap = refs.size - secrets.length;
+  if (beyondCap) {
+    const cap = ctx.settings.serviceAccount.maxSecretReviews;
+    findings.warnings.push(
+      formatNote(
+        CAPABILITY,
+        `not checked whether ServiceAccount ${ns}/${sa} may get ${withThousands(beyondCap)} of the ${withThousands(refs.size)} secrets named by ${what}: at most ${withThousands(cap)} are checked per object. Fix: keep the values in fewer Secrets (one Secret holds many keys, read with one envFrom secretRef or one secret volume); admins: serviceAccount.maxSecretReviews (env ${envName("serviceAccount.maxSecretReviews")})`,
+      ),
+    );
+  }
+  if (!secrets.length) return findings;
+  const access = await ctx.cluster.secretAccess(ns, sa, secrets, asked.deadline);
 
   const unknown = secrets.filter(s => access?.allowed.get(s) === undefined);
   if (unknown.length) {

@@ -21,7 +21,20 @@ export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
     dryRun: input.dryRun ?? false,
     scan: input.scan ?? false,
     policies: input.policies ?? [],
+    deadline: input.deadline ?? Date.now() + input.settings.images.budgetMs,
+    user: input.user,
   };
+}
+
+// The webhook's request object is the same for every capability's action on it: its deadline is
+// set when the first action sees it, so the actions share one budget.
+const deadlines = new WeakMap<object, number>();
+
+/** The deadline of an admission request (epoch ms): its arrival plus images.budgetMs. */
+export function deadlineOf(request: object, budgetMs: number, now = Date.now()): number {
+  let deadline = deadlines.get(request);
+  if (deadline === undefined) deadlines.set(request, (deadline = now + budgetMs));
+  return deadline;
 }
 
 // Field by field, not `{ ...request, settings, ... }`: a spread followed by keys its source lacks
@@ -36,6 +49,8 @@ export const contextOf = (request: AdmissionInput, deps: EngineDeps) =>
     oldObject: request.oldObject,
     dryRun: request.dryRun,
     scan: request.scan,
+    deadline: request.deadline,
+    user: request.user,
   });
 
 /** The namespace's mode label, else the default mode. An unknown label value counts as enforce and is reported. */

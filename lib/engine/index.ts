@@ -29,6 +29,7 @@ export type {
 export {
   applicability,
   contextFor,
+  deadlineOf,
   judgesObject,
   modeOf,
   policyApplies,
@@ -37,6 +38,12 @@ export {
 export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
 export { mutate, templateIsFixed } from "./fixes";
-export { needsJudging, storedVersionOf, type StoredVersion } from "./update-gate";
+export {
+  isControllerUser,
+  madeByController,
+  needsJudging,
+  storedVersionOf,
+  type StoredVersion,
+} from "./update-gate";
 export { answer, decide, pendingWarnings, type Decision } from "./answer";
 export { review, type Review } from "./review";

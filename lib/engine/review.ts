@@ -54,6 +54,7 @@ export async function review(
     oldObject: ctxInput.oldObject,
     dryRun: ctxInput.dryRun ?? false,
     namespace: ctxInput.namespace,
+    user: ctxInput.user,
   };
   const ctx = contextOf(request, deps);
   const meta = input?.metadata ?? {};

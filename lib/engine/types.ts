@@ -16,6 +16,10 @@ export interface AdmissionInput {
   namespace?: string;
   /** A stored object judged for the reports, not a request (RuleContext.scan). */
   scan?: boolean;
+  /** When the request's waiting ends (epoch ms; RuleContext.deadline); unset: from now. */
+  deadline?: number;
+  /** The request's userInfo.username (RuleContext.user); unset for `check` and scans. */
+  user?: string;
 }
 
 /** What every request is answered with: the settings, the cluster, every policy of the module in order. */
@@ -76,4 +80,6 @@ export interface ContextInput {
   dryRun?: boolean;
   scan?: boolean;
   policies?: readonly Policy[];
+  deadline?: number;
+  user?: string;
 }

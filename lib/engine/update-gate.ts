@@ -3,9 +3,9 @@
 // reads the request's operation or old object; they read ctx.stored, made here once per request.
 import { kindsInForce } from "../workload-kinds/in-force";
 import { workloadTargets } from "../workload-kinds/targets";
+import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import {
   containersChanged,
-  hasController,
   isBeingDeleted,
   isPod,
   isWorkload,
@@ -75,22 +75,59 @@ export function storedVersionOf(
 }
 
 /**
+ * Kubernetes' own controllers (kube-controller-manager, as itself or as one of its kube-system
+ * ServiceAccounts), and the users of settings workloads.controllerUsers ("x:*" is a prefix).
+ */
+export function isControllerUser(user: string, extra: readonly string[] = []): boolean {
+  return (
+    user === "system:kube-controller-manager" ||
+    user.startsWith(KUBE_SYSTEM_SERVICE_ACCOUNT) ||
+    extra.some(u => (u.endsWith("*") ? user.startsWith(u.slice(0, -1)) : user === u))
+  );
+}
+const KUBE_SYSTEM_SERVICE_ACCOUNT = "system:serviceaccount:kube-system:";
+
+/**
+ * Whether a workload is a controller's copy of a template judged elsewhere (a Deployment's
+ * ReplicaSet, a CronJob's Job). Whoever creates an object writes its ownerReferences, so
+ * `controller: true` alone proves nothing (a pod author writes one to skip the checks): in a
+ * request, the user must be one of Kubernetes' controllers; with no request user (`check`, the
+ * reports' scan), the controller must be of a kind the module judges itself, whose template was
+ * judged when it was applied.
+ */
+export function madeByController(
+  obj: KubeObject,
+  kinds: readonly WorkloadKindSpec[],
+  user?: string,
+  controllerUsers?: readonly string[],
+): boolean {
+  const owners = Array.isArray(obj.metadata?.ownerReferences) ? obj.metadata.ownerReferences : [];
+  const owner = owners.find(o => o?.controller === true);
+  if (!owner) return false;
+  if (user !== undefined) return isControllerUser(user, controllerUsers);
+  return isWorkload({ apiVersion: owner.apiVersion, kind: owner.kind }, kinds);
+}
+
+/**
  * Whether an object is judged at all, before any policy runs: the one gate for what makes no new
  * pod.
- * - A workload a controller made (a Deployment's ReplicaSet, a CronJob's Job) is its owner's
- *   template: judged when the owner was applied, and its pods are judged one by one as they are
- *   created. Judging it again would stall a rollout in a namespace whose quota is full (the new
- *   ReplicaSet counted whole, where the rollout adds only its surge) or after a rule changed.
+ * - A workload a controller made (madeByController: a Deployment's ReplicaSet, a CronJob's Job) is
+ *   its owner's template: judged when the owner was applied, and its pods are judged one by one as
+ *   they are created. Judging it again would stall a rollout in a namespace whose quota is full
+ *   (the new ReplicaSet counted whole, where the rollout adds only its surge) or after a rule
+ *   changed.
  * - An object being deleted is never refused (its finalizers are being removed).
  * - A workload UPDATE that leaves its spec alone (labels, annotations, finalizers, status) makes
  *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges.
  */
 export function needsJudging(
   obj: KubeObject,
-  ctx: Pick<RuleContext, "stored"> & { settings?: RuleContext["settings"] },
+  ctx: Pick<RuleContext, "stored" | "user"> & { settings?: RuleContext["settings"] },
 ): boolean {
-  const kinds = ctx.settings && kindsInForce(ctx.settings.workloads);
-  if (isWorkload(obj, kinds) && hasController(obj)) return false;
+  const kinds = ctx.settings ? kindsInForce(ctx.settings.workloads) : [];
+  const controllerUsers = ctx.settings?.workloads.controllerUsers;
+  if (isWorkload(obj, kinds) && madeByController(obj, kinds, ctx.user, controllerUsers))
+    return false;
   const old = ctx.stored?.object;
   if (!old) return true;
   if (isBeingDeleted(obj)) return false;

@@ -40,7 +40,12 @@ export async function simulateWorkload(
   const failures: FixFailure[] = [];
   const said = new Set<string>();
   const fixedJson = new Map<PodTarget, string>();
-  for (const target of targets) {
+  // Every role's fixes at once: what they wait for (image lookups) then waits once, until the
+  // request's deadline, not once per role. Each role's template is its own; results in order.
+  const results = await Promise.all(
+    targets.map(t => (t.sameAs ? undefined : runFixes(allPolicies, t, ctx, exemptions))),
+  );
+  for (const [i, target] of targets.entries()) {
     if (target.sameAs) {
       // Fixed as the one it is alike: its template becomes a copy of that one's, fixed.
       let fixed = fixedJson.get(target.sameAs);
@@ -54,7 +59,7 @@ export async function simulateWorkload(
       target.fixed = target.sameAs.fixed;
       continue;
     }
-    const result = await runFixes(allPolicies, target, ctx, exemptions);
+    const result = results[i]!;
     target.fixed = new Set(result.changes.map(c => `${c.capability}/${c.rule}`));
     // A change said once, naming the roles alike that get it too.
     const also = alsoIn(target);

@@ -1,15 +1,23 @@
 // Image configs for the rules, from the registries, bounded for the admission path:
 // - cached by manifest digest (an image by digest never goes stale), tag → digest for a few
-//   minutes, a failure for a short while (a registry that is down is not asked on every pod);
-// - one request's lookups run in parallel and share one budget, well inside the webhook timeout;
-//   a lookup that outlives the budget goes on and fills the cache for the next request;
-// - the same image asked twice at once is fetched once.
+//   minutes, a failure for a short while (a registry that is down is not asked on every pod); each
+//   cache bounded by entries and by bytes, and holding only what the rules read;
+// - one request's lookups run in parallel and wait until the request's deadline at most, well
+//   inside the webhook timeout; a lookup that outlives it goes on and fills the cache for the next;
+// - the same image asked twice at once is fetched once; past the process-wide cap on lookups at
+//   once, an image is "unknown" at once (nothing queues);
+// - a result read with a pod's own pull secrets is kept under that credential source: it never
+//   answers another tenant, and its failure never makes the image unknown for others.
 // A registry that is slow, down, refuses or answers garbage makes the image "unknown": never a
 // hang, a throw or a denial by itself (the rules decide what unknown means).
+import { createHash } from "node:crypto";
 import type { ImageRef } from "../image-reference";
 import type { Settings } from "../settings";
+import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";
+import { bounded, BoundedMap, MAX_CACHE_BYTES, processLimits, type LookupLimits } from "./limits";
 import {
   fetchImageConfig,
+  REASONS,
   type ImageConfig,
   type Platform,
   type RegistryCredentials,
@@ -22,8 +30,24 @@ export type ImageLookup =
   | { state: "known"; config: ImageConfig }
   | { state: "unknown"; reason: string };
 
+/** A pod's own pull secrets' credentials, and where they come from (part of the cache key). */
+export interface OwnCredentials {
+  /** The namespace and Secret names they were read from. */
+  source: string;
+  get: (registry: string) => RegistryCredentials | undefined;
+}
+
+export interface InspectOptions {
+  /** When the request stops waiting (epoch ms); never later than budgetMs from now. */
+  deadline?: number;
+  /** A pod's own pull secrets (images.workloadPullSecrets): before the inspector's credentials. */
+  own?: OwnCredentials;
+}
+
 export interface InspectorOptions {
   plainHttp?: readonly string[];
+  /** Where lookups may connect (default: the plainHttp hosts listed, nothing else). */
+  egress?: EgressPolicy;
   /** How long one request waits for all its lookups. */
   budgetMs: number;
   /** How long one lookup may go on (it fills the cache after the budget). */
@@ -35,10 +59,14 @@ export interface InspectorOptions {
   failureTtlMs?: number;
   /** Entries kept per cache (oldest dropped first). */
   maxEntries?: number;
-  fetch?: typeof fetch;
+  /** Bytes kept per cache (oldest dropped first). */
+  maxCacheBytes?: number;
+  /** The caps on lookups at once and bytes in flight (default: the process's). */
+  limits?: LookupLimits;
+  fetch?: Transport;
   now?: () => number;
-  /** Told of each failed lookup (the controller logs it). */
-  onFailure?: (image: string, reason: string) => void;
+  /** Told of each failed lookup with its bounded detail (the controller logs it). */
+  onFailure?: (image: string, detail: string) => void;
 }
 
 interface Expiring<T> {
@@ -46,20 +74,26 @@ interface Expiring<T> {
   expires: number;
 }
 
-/** A Map that drops its oldest entry past `max`. */
-class BoundedMap<K, V> extends Map<K, V> {
-  constructor(private readonly max: number) {
-    super();
-  }
-  override set(key: K, value: V): this {
-    this.delete(key);
-    super.set(key, value);
-    if (this.size > this.max) this.delete(this.keys().next().value as K);
-    return this;
-  }
-}
-
 export const platformKey = (p: Platform) => `${p.os}/${p.architecture}`;
+
+// Sizes as V8 holds strings (two bytes a character at most), plus a little for the objects.
+const ENTRY_OVERHEAD = 64;
+const configSize = (key: string, c: ImageConfig) =>
+  2 * (key.length + c.digest.length + c.user.length + c.workingDir.length + (c.home?.length ?? 0)) +
+  ENTRY_OVERHEAD;
+const expiringSize = (key: string, e: Expiring<string>) =>
+  2 * (key.length + e.value.length) + ENTRY_OVERHEAD;
+
+/** The key part of a pod's own credentials for a registry; undefined when they have none for it. */
+function ownKey(own: OwnCredentials | undefined, registry: string): string | undefined {
+  const credentials = own?.get(registry);
+  if (!own || !credentials) return undefined;
+  const hash = createHash("sha256")
+    .update(`${own.source}\0${credentials.username}\0${credentials.password}`)
+    .digest("hex")
+    .slice(0, 32);
+  return `own:${bounded(own.source, 64)}#${hash}`;
+}
 
 export class ImageInspector {
   private readonly configs: BoundedMap<string, ImageConfig>;
@@ -67,106 +101,134 @@ export class ImageInspector {
   private readonly failures: BoundedMap<string, Expiring<string>>;
   private readonly inflight = new Map<string, Promise<ImageLookup>>();
   private readonly plainHttp: ReadonlySet<string>;
+  private readonly egress: EgressPolicy;
+  private readonly limits: LookupLimits;
   private readonly now: () => number;
 
   constructor(private readonly options: InspectorOptions) {
     const max = options.maxEntries ?? 2000;
-    this.configs = new BoundedMap(max);
-    this.resolved = new BoundedMap(max);
-    this.failures = new BoundedMap(max);
+    const bytes = options.maxCacheBytes ?? MAX_CACHE_BYTES;
+    this.configs = new BoundedMap(max, bytes, configSize);
+    this.resolved = new BoundedMap(max, bytes, expiringSize);
+    this.failures = new BoundedMap(max, bytes, expiringSize);
     this.plainHttp = new Set(options.plainHttp ?? []);
+    this.egress = options.egress ?? egressPolicy({ plainHttp: options.plainHttp });
+    this.limits = options.limits ?? processLimits;
     this.now = options.now ?? Date.now;
   }
 
-  /** The cached answer, with no I/O; undefined when the registry must be asked. */
-  cached(ref: ImageRef, platform: Platform): ImageLookup | undefined {
-    const key = `${ref.normalised}|${platformKey(platform)}`;
+  /** The bytes each cache holds (as they are counted against maxCacheBytes). */
+  get cacheBytes(): { configs: number; resolved: number; failures: number } {
+    return {
+      configs: this.configs.byteSize,
+      resolved: this.resolved.byteSize,
+      failures: this.failures.byteSize,
+    };
+  }
+
+  /**
+   * The cached answer, with no I/O; undefined when the registry must be asked. With `own`
+   * (credentials of a pod's own), what they read; else a success read without them (the admin's
+   * credentials or none), never a failure without them.
+   */
+  cached(ref: ImageRef, platform: Platform, own?: string): ImageLookup | undefined {
+    const shared = `${ref.normalised}|${platformKey(platform)}`;
     const now = this.now();
-    const resolved = this.resolved.get(key);
-    if (resolved && resolved.expires > now) {
-      const config = this.configs.get(resolved.value);
-      if (config) return { state: "known", config };
+    for (const key of own ? [`${shared}|${own}`, shared] : [shared]) {
+      const resolved = this.resolved.get(key);
+      if (resolved && resolved.expires > now) {
+        const config = this.configs.get(resolved.value);
+        if (config) return { state: "known", config };
+      }
     }
-    const failed = this.failures.get(key);
+    const failed = this.failures.get(own ? `${shared}|${own}` : shared);
     if (failed && failed.expires > now) return { state: "unknown", reason: failed.value };
     return undefined;
   }
 
-  /** Every image's config, keyed by its normalised reference; waits at most the budget. */
-  /**
-   * `credentials` (a pod's own pull secrets) go before the inspector's; a lookup made with them is
-   * not answered from a failure remembered without them.
-   */
+  /** Every image's config, keyed by its normalised reference; waits until the deadline at most. */
   async inspect(
     refs: ImageRef[],
     platform: Platform,
-    credentials?: (registry: string) => RegistryCredentials | undefined,
+    options: InspectOptions = {},
   ): Promise<Map<string, ImageLookup>> {
     const answers = new Map<string, ImageLookup>();
     const pending: Promise<void>[] = [];
     for (const ref of refs) {
       if (answers.has(ref.normalised)) continue;
-      const hit = this.cached(ref, platform);
-      if (hit && !(credentials && hit.state === "unknown")) {
+      const own = ownKey(options.own, ref.registry);
+      const hit = this.cached(ref, platform, own);
+      if (hit) {
         answers.set(ref.normalised, hit);
         continue;
       }
+      answers.set(ref.normalised, { state: "unknown", reason: "pending" });
       pending.push(
-        this.lookup(ref, platform, credentials).then(a => void answers.set(ref.normalised, a)),
+        this.lookup(ref, platform, own ? options.own : undefined).then(
+          a => void answers.set(ref.normalised, a),
+        ),
       );
     }
-    if (pending.length) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.all(pending),
-        new Promise<void>(done => (timer = setTimeout(done, this.options.budgetMs))),
-      ]);
-      clearTimeout(timer);
-      for (const ref of refs)
-        if (!answers.has(ref.normalised))
-          answers.set(ref.normalised, {
-            state: "unknown",
-            reason: `the registry did not answer within ${this.options.budgetMs} ms (images.budgetMs); the answer is kept for the next request`,
-          });
-    }
-    return answers;
+    if (!pending.length) return answers;
+    const budgetMs = this.options.budgetMs;
+    const waitMs = Math.min(budgetMs, (options.deadline ?? Infinity) - Date.now());
+    const late: ImageLookup = {
+      state: "unknown",
+      reason: `the registry did not answer within ${budgetMs} ms (images.budgetMs); the answer is kept for the next request`,
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([
+      Promise.all(pending).then(() => true),
+      new Promise<boolean>(ok => (timer = setTimeout(() => ok(false), Math.max(0, waitMs)))),
+    ]);
+    clearTimeout(timer);
+    // A copy: lookups still running must not change the answer given.
+    const given = new Map(answers);
+    if (!done)
+      for (const [image, answer] of given)
+        if (answer.state === "unknown" && answer.reason === "pending") given.set(image, late);
+    return given;
   }
 
-  private lookup(
-    ref: ImageRef,
-    platform: Platform,
-    credentials?: (registry: string) => RegistryCredentials | undefined,
-  ): Promise<ImageLookup> {
-    const key = `${ref.normalised}|${platformKey(platform)}${credentials ? "|own" : ""}`;
+  private lookup(ref: ImageRef, platform: Platform, own?: OwnCredentials): Promise<ImageLookup> {
+    const ownPart = ownKey(own, ref.registry);
+    const key = `${ref.normalised}|${platformKey(platform)}${ownPart ? `|${ownPart}` : ""}`;
     const running = this.inflight.get(key);
     if (running) return running;
+    // Past the cap, unknown at once (and not remembered: it says nothing of the image).
+    if (!this.limits.tryStart()) return Promise.resolve({ state: "unknown", reason: REASONS.busy });
     const started = (async (): Promise<ImageLookup> => {
       const result = await fetchImageConfig(ref, platform, {
         plainHttp: this.plainHttp,
-        credentials: registry => credentials?.(registry) ?? this.options.credentials?.(registry),
+        egress: this.egress,
+        limits: this.limits,
+        credentials: registry => own?.get(registry) ?? this.options.credentials?.(registry),
         fetch: this.options.fetch,
         signal: AbortSignal.timeout(this.options.lookupTimeoutMs ?? 10_000),
       });
       const now = this.now();
-      // Answers are about the image, whoever's credentials read it: one cache.
-      const cacheKey = `${ref.normalised}|${platformKey(platform)}`;
       if (!result.ok) {
-        this.failures.set(cacheKey, {
-          value: result.reason,
-          expires: now + (this.options.failureTtlMs ?? 30_000),
-        });
-        this.options.onFailure?.(ref.normalised, result.reason);
+        // Under the credential source's key: a tenant's wrong secret fails for that tenant only.
+        if (result.reason !== REASONS.busy)
+          this.failures.set(key, {
+            value: result.reason,
+            expires: now + (this.options.failureTtlMs ?? 30_000),
+          });
+        this.options.onFailure?.(bounded(ref.normalised), result.detail);
         return { state: "unknown", reason: result.reason };
       }
       this.configs.set(result.config.digest, result.config);
-      this.failures.delete(cacheKey);
+      this.failures.delete(key);
       // A reference by digest names the same bytes for ever; a tag may move.
       const expires = ref.digest
         ? Number.POSITIVE_INFINITY
         : now + (this.options.tagTtlMs ?? 300_000);
-      this.resolved.set(cacheKey, { value: result.config.digest, expires });
+      this.resolved.set(key, { value: result.config.digest, expires });
       return { state: "known", config: result.config };
-    })().finally(() => this.inflight.delete(key));
+    })().finally(() => {
+      this.inflight.delete(key);
+      this.limits.end();
+    });
     this.inflight.set(key, started);
     return started;
   }
@@ -180,12 +242,10 @@ export function imageInspectorFor(
 ): ImageInspector {
   return new ImageInspector({
     plainHttp: settings.images.plainHttp,
+    egress: egressPolicyOf(settings),
     budgetMs: settings.images.budgetMs,
     credentials,
-    onFailure: (image, reason) =>
-      log?.warn(
-        { image, reason },
-        `image config not read (the image counts as unknown): ${image}: ${reason}`,
-      ),
+    onFailure: (image, detail) =>
+      log?.warn({ image, detail }, `image config not read (the image counts as unknown): ${image}`),
   });
 }

@@ -4,22 +4,37 @@
 //
 // Written here rather than taken from an npm client because every step must be bounded for the
 // admission path: one deadline (AbortSignal) across all of a lookup's requests, a byte cap on every
-// body, at most 3 redirects (and no credentials sent to another host), plain HTTP only for
-// registries an admin listed, and a verified digest for every blob. It never throws: a failure is
-// an answer ({ ok: false, reason }).
+// body (and the process-wide cap on bytes in flight), at most 3 redirects (and no credentials sent
+// to another host), every connection under the egress policy (egress.ts: each hop and the token
+// realm), and a verified digest for every blob. It never throws: a failure is an answer
+// ({ ok: false, reason, detail }) whose reason is one of a few generic texts a user may see, and
+// whose detail (for the log) is bounded: nothing a registry wrote is echoed at length.
 import { createHash } from "node:crypto";
 import type { ImageRef } from "../image-reference";
+import {
+  apiHost,
+  EGRESS_REFUSED,
+  egressPolicy,
+  guardedTransport,
+  type EgressPolicy,
+  type Transport,
+} from "./egress";
+import { bounded, processLimits, type LookupLimits } from "./limits";
 
-/** The runtime part of an image config, as the OCI image spec names it. */
+/** What the rules read of an image config (the OCI image spec's names), each string bounded. */
 export interface ImageConfig {
   /** The manifest's digest (what the kubelet runs for this platform). */
   digest: string;
   user: string;
   workingDir: string;
-  env: string[];
+  /** HOME from its Env, when it sets one (the rest of Env is not kept). */
+  home?: string;
 }
 
-export type FetchResult = { ok: true; config: ImageConfig } | { ok: false; reason: string };
+export type FetchResult =
+  | { ok: true; config: ImageConfig }
+  /** `reason`: generic, for users; `detail`: what happened, bounded, for the log. */
+  | { ok: false; reason: string; detail: string };
 
 export interface Platform {
   os: string;
@@ -37,9 +52,22 @@ export interface ClientOptions {
   plainHttp: ReadonlySet<string>;
   credentials?: (registry: string) => RegistryCredentials | undefined;
   signal: AbortSignal;
-  /** Injected in tests; Node's fetch otherwise. */
-  fetch?: typeof fetch;
+  /** Where connections may go (default: plainHttp hosts listed, nothing else). */
+  egress?: EgressPolicy;
+  /** Injected in tests; the guarded transport of `egress` otherwise. */
+  fetch?: Transport;
+  /** The caps on body bytes in flight (default: the process's). */
+  limits?: LookupLimits;
 }
+
+/** What a user is told of a failed lookup: never the registry's own words. */
+export const REASONS = {
+  unreadable: "the registry could not be read",
+  invalid: "the registry's answer was not a valid image",
+  timeout: "the registry did not answer in time",
+  egress: "the registry host is not allowed by the egress policy (images.allowedHosts)",
+  busy: "the module is reading too many images at once; it was not read",
+} as const;
 
 const MEDIA = {
   ociIndex: "application/vnd.oci.image.index.v1+json",
@@ -50,23 +78,47 @@ const MEDIA = {
 const ACCEPT = [MEDIA.ociIndex, MEDIA.dockerList, MEDIA.ociManifest, MEDIA.dockerManifest].join(
   ", ",
 );
-/** The OCI distribution spec's limit for manifests; configs are far smaller in practice. */
-export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
-export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
-const MAX_TOKEN_BYTES = 64 * 1024;
+/** Far above real manifests and indexes (a 40-platform index is ~10 KiB). */
+export const MAX_MANIFEST_BYTES = 256 * 1024;
+/** Far above real configs (their history and labels are a few KiB). */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+export const MAX_TOKEN_BYTES = 64 * 1024;
 const MAX_REDIRECTS = 3;
 
-/** Docker Hub's API host; its references say docker.io. */
-const apiHost = (registry: string) =>
-  registry === "docker.io" ? "registry-1.docker.io" : registry;
+/** A failure: the generic reason a user sees, and the detail for the log. */
+class LookupError extends Error {
+  constructor(
+    readonly reason: string,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+const invalid = (detail: string) => new LookupError(REASONS.invalid, detail);
+const unreadable = (detail: string) => new LookupError(REASONS.unreadable, detail);
 
-class LookupError extends Error {}
+/** Body bytes this lookup holds against the process-wide cap, given back when it ends. */
+class Held {
+  bytes = 0;
+  constructor(readonly limits: LookupLimits) {}
+  take(n: number): boolean {
+    if (!this.limits.take(n)) return false;
+    this.bytes += n;
+    return true;
+  }
+  release(): void {
+    this.limits.give(this.bytes);
+    this.bytes = 0;
+  }
+}
 
 /** Reads a body up to `limit` bytes; more is an error (the stream is cancelled). */
-async function readCapped(res: Response, limit: number, what: string): Promise<Buffer> {
+async function readCapped(res: Response, limit: number, what: string, held: Held): Promise<Buffer> {
   const declared = Number(res.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > limit)
-    throw new LookupError(`${what} is ${declared} bytes, over the ${limit} byte limit`);
+  if (Number.isFinite(declared) && declared > limit) {
+    await res.body?.cancel().catch(() => {});
+    throw invalid(`${what} is ${declared} bytes, over the ${limit} byte limit`);
+  }
   if (!res.body) return Buffer.alloc(0);
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -75,9 +127,12 @@ async function readCapped(res: Response, limit: number, what: string): Promise<B
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > limit) {
+    const over = size > limit;
+    if (over || !held.take(value.byteLength)) {
       await reader.cancel().catch(() => {});
-      throw new LookupError(`${what} is over the ${limit} byte limit`);
+      throw over
+        ? invalid(`${what} is over the ${limit} byte limit`)
+        : new LookupError(REASONS.busy, `${what}: the process-wide cap on bytes in flight`);
     }
     chunks.push(value);
   }
@@ -91,7 +146,7 @@ function parseJson(body: Buffer, what: string): Record<string, unknown> {
   } catch {
     // fall through
   }
-  throw new LookupError(`${what} is not a JSON object`);
+  throw invalid(`${what} is not a JSON object`);
 }
 
 /** `Bearer realm="https://auth.docker.io/token",service="registry.docker.io"` → its parameters. */
@@ -112,45 +167,44 @@ const sha256 = (body: Buffer) => `sha256:${createHash("sha256").update(body).dig
 class RegistrySession {
   private authorization?: string;
   private readonly base: string;
-  private readonly fetch: typeof fetch;
+  private readonly fetch: Transport;
 
   constructor(
     private readonly ref: ImageRef,
     private readonly options: ClientOptions,
+    readonly held: Held,
   ) {
     const scheme = options.plainHttp.has(ref.registry) ? "http" : "https";
     this.base = `${scheme}://${apiHost(ref.registry)}/v2/${ref.repository}`;
-    this.fetch = options.fetch ?? fetch;
+    this.fetch =
+      options.fetch ??
+      guardedTransport(options.egress ?? egressPolicy({ plainHttp: [...options.plainHttp] }));
   }
 
-  /** GET with the session's authorization, following redirects (credentials only to the same host). */
+  /**
+   * GET with the session's authorization, following redirects (credentials only to the same host);
+   * every hop is a request of its own through the transport, so under the egress policy.
+   */
   async get(path: string, accept: string, what: string): Promise<Response> {
     let url = `${this.base}${path}`;
     for (let hop = 0; ; hop++) {
       const sameHost = new URL(url).host === new URL(this.base).host;
       const headers: Record<string, string> = { Accept: accept };
       if (this.authorization && sameHost) headers.Authorization = this.authorization;
-      const res = await this.fetch(url, {
-        headers,
-        redirect: "manual",
-        signal: this.options.signal,
-      });
+      const res = await this.fetch(url, { headers, signal: this.options.signal });
       if (res.status === 401 && sameHost && !this.authorization && (await this.authenticate(res)))
         continue;
       if ([301, 302, 303, 307, 308].includes(res.status)) {
         const location = res.headers.get("location");
         await res.body?.cancel().catch(() => {});
-        if (!location) throw new LookupError(`${what}: a redirect without a location`);
-        if (hop >= MAX_REDIRECTS)
-          throw new LookupError(`${what}: more than ${MAX_REDIRECTS} redirects`);
+        if (!location) throw unreadable(`${what}: a redirect without a location`);
+        if (hop >= MAX_REDIRECTS) throw unreadable(`${what}: more than ${MAX_REDIRECTS} redirects`);
         url = new URL(location, url).toString();
-        if (!/^https?:$/.test(new URL(url).protocol))
-          throw new LookupError(`${what}: a redirect to ${new URL(url).protocol}`);
         continue;
       }
       if (res.status !== 200) {
         await res.body?.cancel().catch(() => {});
-        throw new LookupError(`${what}: HTTP ${res.status}`);
+        throw unreadable(`${what}: HTTP ${res.status}`);
       }
       return res;
     }
@@ -165,21 +219,19 @@ class RegistrySession {
       credentials &&
       `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}`;
     if (challenge?.scheme === "basic") {
-      if (!basic)
-        throw new LookupError("the registry asks for credentials, and none are set for it");
+      if (!basic) throw unreadable("the registry asks for credentials, and none are set for it");
       this.authorization = basic;
       return true;
     }
     if (challenge?.scheme !== "bearer" || !challenge.params.realm)
-      throw new LookupError("HTTP 401 without a Bearer or Basic challenge");
-    const realm = new URL(challenge.params.realm);
-    if (
-      realm.protocol !== "https:" &&
-      !(realm.protocol === "http:" && this.options.plainHttp.has(realm.host))
-    )
-      throw new LookupError(
-        `the token realm ${realm.origin} is not https (and not in images.plainHttp)`,
-      );
+      throw unreadable("HTTP 401 without a Bearer or Basic challenge");
+    let realm: URL;
+    try {
+      realm = new URL(challenge.params.realm);
+    } catch {
+      throw unreadable(`the token realm is not a URL: ${bounded(challenge.params.realm)}`);
+    }
+    // The realm is another host (Docker Hub's is): the same egress policy, in the transport.
     if (challenge.params.service) realm.searchParams.set("service", challenge.params.service);
     realm.searchParams.set(
       "scope",
@@ -187,21 +239,24 @@ class RegistrySession {
     );
     const tokenRes = await this.fetch(realm, {
       headers: basic ? { Authorization: basic } : {},
-      redirect: "error",
       signal: this.options.signal,
     });
     if (tokenRes.status !== 200) {
       await tokenRes.body?.cancel().catch(() => {});
-      throw new LookupError(`the token service answered HTTP ${tokenRes.status}`);
+      throw unreadable(`the token service answered HTTP ${tokenRes.status}`);
     }
-    const body = parseJson(await readCapped(tokenRes, MAX_TOKEN_BYTES, "the token"), "the token");
+    const body = parseJson(
+      await readCapped(tokenRes, MAX_TOKEN_BYTES, "the token", this.held),
+      "the token",
+    );
     const token = body.token ?? body.access_token;
-    if (typeof token !== "string" || !token)
-      throw new LookupError("the token service gave no token");
+    if (typeof token !== "string" || !token) throw unreadable("the token service gave no token");
     this.authorization = `Bearer ${token}`;
     return true;
   }
 }
+
+const platformText = (p: Platform) => bounded(`${p.os}/${p.architecture}`, 64);
 
 function pickPlatform(index: Record<string, unknown>, platform: Platform): string {
   const manifests = Array.isArray(index.manifests) ? index.manifests : [];
@@ -211,19 +266,23 @@ function pickPlatform(index: Record<string, unknown>, platform: Platform): strin
   }) as { digest?: unknown } | undefined;
   if (!match) {
     const offered = manifests
+      .slice(0, 16)
       .map(m => {
         const p = (m as { platform?: { os?: string; architecture?: string } })?.platform;
         return p ? `${p.os}/${p.architecture}` : "?";
       })
       .join(", ");
     throw new LookupError(
-      `the image index has no ${platform.os}/${platform.architecture} manifest (it has ${offered || "none"})`,
+      `the image has no ${platformText(platform)} manifest`,
+      `the image index has no ${platformText(platform)} manifest (it has ${bounded(offered || "none")})`,
     );
   }
-  if (typeof match.digest !== "string")
-    throw new LookupError("the image index entry has no digest");
+  if (typeof match.digest !== "string") throw invalid("the image index entry has no digest");
   return match.digest;
 }
+
+/** A string field of the config, bounded; "" when absent or not a string. */
+const field = (value: unknown) => (typeof value === "string" ? bounded(value) : "");
 
 /** The image's config for the platform: manifest (via the index when there is one), then config blob. */
 export async function fetchImageConfig(
@@ -231,15 +290,16 @@ export async function fetchImageConfig(
   platform: Platform,
   options: ClientOptions,
 ): Promise<FetchResult> {
+  const held = new Held(options.limits ?? processLimits);
   try {
-    const session = new RegistrySession(ref, options);
+    const session = new RegistrySession(ref, options, held);
     let reference = ref.digest ?? ref.tag ?? "latest";
     for (let level = 0; level < 2; level++) {
       const res = await session.get(`/manifests/${reference}`, ACCEPT, "the manifest");
-      const body = await readCapped(res, MAX_MANIFEST_BYTES, "the manifest");
+      const body = await readCapped(res, MAX_MANIFEST_BYTES, "the manifest", held);
       const digest = sha256(body);
       if (reference.startsWith("sha256:") && reference !== digest)
-        throw new LookupError(`the manifest's digest is ${digest}, not ${reference}`);
+        throw invalid(`the manifest's digest is ${digest}, not ${bounded(reference)}`);
       const manifest = parseJson(body, "the manifest");
       const mediaType = String(
         manifest.mediaType ?? res.headers.get("content-type")?.split(";")[0] ?? "",
@@ -249,38 +309,55 @@ export async function fetchImageConfig(
         mediaType === MEDIA.dockerList ||
         Array.isArray(manifest.manifests)
       ) {
-        if (level > 0) throw new LookupError("an image index inside an image index");
+        if (level > 0) throw invalid("an image index inside an image index");
         reference = pickPlatform(manifest, platform);
         continue;
       }
       if (mediaType !== MEDIA.ociManifest && mediaType !== MEDIA.dockerManifest)
-        throw new LookupError(`unknown manifest media type "${mediaType}"`);
+        throw invalid(`unknown manifest media type "${bounded(mediaType)}"`);
       const configDigest = (manifest.config as { digest?: unknown } | undefined)?.digest;
-      if (typeof configDigest !== "string" || !configDigest.startsWith("sha256:"))
-        throw new LookupError("the manifest names no sha256 config digest");
+      if (typeof configDigest !== "string" || !/^sha256:[0-9a-f]{64}$/.test(configDigest))
+        throw invalid("the manifest names no sha256 config digest");
       const blobRes = await session.get(`/blobs/${configDigest}`, "*/*", "the config");
-      const blob = await readCapped(blobRes, MAX_CONFIG_BYTES, "the config");
+      const blob = await readCapped(blobRes, MAX_CONFIG_BYTES, "the config", held);
       if (sha256(blob) !== configDigest)
-        throw new LookupError(`the config's digest is ${sha256(blob)}, not ${configDigest}`);
+        throw invalid(`the config's digest is ${sha256(blob)}, not ${configDigest}`);
       const config = (parseJson(blob, "the config").config ?? {}) as Record<string, unknown>;
+      const env = Array.isArray(config.Env) ? config.Env : [];
+      const home = env.find(e => typeof e === "string" && e.startsWith("HOME="));
       return {
         ok: true,
         config: {
           digest,
-          user: typeof config.User === "string" ? config.User : "",
-          workingDir: typeof config.WorkingDir === "string" ? config.WorkingDir : "",
-          env: Array.isArray(config.Env) ? config.Env.filter(e => typeof e === "string") : [],
+          user: field(config.User),
+          workingDir: field(config.WorkingDir),
+          ...(home && home.length > 5 ? { home: field(home.slice(5)) } : {}),
         },
       };
     }
-    throw new LookupError("unreachable");
+    throw invalid("an image index inside an image index");
   } catch (e) {
-    if (options.signal.aborted) return { ok: false, reason: "the registry did not answer in time" };
-    const cause = (e as { cause?: { code?: string; message?: string } })?.cause;
-    const reason =
-      e instanceof LookupError
-        ? e.message
-        : `the registry could not be read (${(e as Error)?.message ?? e}${cause ? `: ${cause.code ?? cause.message}` : ""})`;
-    return { ok: false, reason };
+    return failure(e, options.signal);
+  } finally {
+    held.release();
   }
+}
+
+/** A thrown error as the generic reason and the bounded detail. */
+function failure(e: unknown, signal: AbortSignal): FetchResult {
+  const error = e as {
+    code?: string;
+    message?: string;
+    cause?: { code?: string; message?: string };
+  };
+  if (signal.aborted)
+    return { ok: false, reason: REASONS.timeout, detail: "the lookup's time ran out" };
+  if (e instanceof LookupError) return { ok: false, reason: e.reason, detail: bounded(e.message) };
+  const refused = error?.code === EGRESS_REFUSED || error?.cause?.code === EGRESS_REFUSED;
+  const cause = error?.cause ? `: ${error.cause.code ?? error.cause.message}` : "";
+  return {
+    ok: false,
+    reason: refused ? REASONS.egress : REASONS.unreadable,
+    detail: bounded(`${error?.code ? `${error.code} ` : ""}${error?.message ?? String(e)}${cause}`),
+  };
 }

@@ -13,8 +13,8 @@
 //    change, and a few namespaces at a time.
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { answer, type EngineDeps } from "../engine";
-import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
+import { answer, madeByController, type EngineDeps } from "../engine";
+import { isPod, isWorkload, type KubeObject } from "../pod";
 import { kindsInForce } from "../workload-kinds/in-force";
 import { groupOf } from "../workload-kinds/kind-spec";
 import { isIgnoredNamespace } from "../settings";
@@ -145,7 +145,9 @@ export class ReportScanner {
       return phase !== "Succeeded" && phase !== "Failed";
     }
     // A Deployment's ReplicaSet, a CronJob's Job: their owner is reported, with their template.
-    return isWorkload(obj, kindsInForce(this.deps().settings.workloads)) && !hasController(obj);
+    // One whose controller is of a kind not judged (or a made-up one) is reported itself.
+    const kinds = kindsInForce(this.deps().settings.workloads);
+    return isWorkload(obj, kinds) && !madeByController(obj, kinds);
   }
 
   /**

@@ -23,6 +23,22 @@ export const NS_KEYS = {
   fixFailed: "admission-guard.dev/fix-failed",
 } as const;
 
+/** Every label and annotation of the module starts so (an opt-in policy keeps them to admins). */
+export const NS_KEY_PREFIX = "admission-guard.dev/";
+
+/**
+ * Namespace label the install writes on the Exemptions namespace, with the module's uuid: only
+ * there do Exemptions count (a namespace a tenant created first does not carry it).
+ */
+export const OWNED_BY_LABEL = "admission-guard.dev/owned-by";
+
+/**
+ * Annotation on the module's webhook configurations, the documented break-glass: "true" and the
+ * controller sets their failurePolicy to Ignore and never arms them while it is there
+ * (lib/webhooks/arming.ts). Removing it re-arms them (on the second round that sees a Ready replica).
+ */
+export const DISARM_ANNOTATION = "admission-guard.dev/disarm";
+
 /** Namespaces admission-guard never touches, whatever the settings say. */
 export const SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "pepr-system"];
 

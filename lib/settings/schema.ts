@@ -2,6 +2,7 @@
 // value gets. Defaults are here and only here.
 import * as z from "zod";
 import { parsePrefix } from "../image-reference";
+import { parseCidr } from "../images/egress";
 import { FAILURE_POLICIES } from "../webhooks/arming";
 import { WorkloadKindsSchema } from "../workload-kinds/schema";
 import { BUILT_IN_KIND_NAMES } from "../workload-kinds/table";
@@ -35,6 +36,18 @@ const registryPrefix = z.string().superRefine((entry, ctx) => {
   const problem = prefixProblem(entry);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
+/** A host as a URL writes it: "harbor.internal", "10.0.0.5:5000", "[fd00::5]:5000". */
+const hostAndPort = z
+  .string()
+  .regex(
+    /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|\[[0-9a-f:.]+\])(:\d{1,5})?$/,
+    "must be a host or host:port (lower case), e.g. harbor.internal or 10.0.0.5:5000",
+  )
+  .max(260);
+/** An IPv4 or IPv6 range: "100.64.0.0/10", "2001:db8::/32". */
+const cidr = z
+  .string()
+  .refine(c => parseCidr(c) !== undefined, "must be a CIDR, e.g. 10.96.0.0/12");
 /** Source prefix → mirror prefix; a bad source is named by its key. */
 const mirrorMap = z.record(z.string(), registryPrefix).superRefine((map, ctx) => {
   for (const from of Object.keys(map)) {
@@ -107,6 +120,19 @@ export const SettingsSchema = z
          * which the build grants only when this is on (package.json pepr.env).
          */
         workloadPullSecrets: z.boolean().default(false),
+        /**
+         * Hosts (host or host:port, as a registry reference writes them) image lookups may reach
+         * even when they resolve to loopback, link-local or private addresses or images.blockedCidrs
+         * (an in-cluster registry, its blob store). images.plainHttp hosts and the registries of
+         * registries.allowed and registries.mirrors count as listed too; any other host is read
+         * only at public addresses.
+         */
+        allowedHosts: z.array(hostAndPort).default([]),
+        /**
+         * More address ranges image lookups never reach (unless a host is listed): the cluster's
+         * Service and Pod CIDRs when they are public addresses ("10.96.0.0/12" is private anyway).
+         */
+        blockedCidrs: z.array(cidr).default([]),
       })
       .prefault({}),
     labels: z
@@ -132,6 +158,12 @@ export const SettingsSchema = z
         secretAccess: z.enum(["off", "warn", "enforce"]).default("warn"),
         /** Create the dedicated ServiceAccount when it does not exist. */
         ensure: z.boolean().default(true),
+        /**
+         * Distinct secrets whose access is checked per object (one SubjectAccessReview each, all roles
+         * of a workload together); the rest are "not checked", said in a warning. Bounds the API calls
+         * one object can cause (a pod may name tens of thousands of secrets).
+         */
+        maxSecretReviews: z.number().int().min(1).max(100).default(32),
       })
       .prefault({}),
     resourceQuota: z
@@ -175,6 +207,13 @@ export const SettingsSchema = z
          * operator may drop its kinds. Read when the module is built too.
          */
         builtInKinds: z.array(z.enum(BUILT_IN_KIND_NAMES)).default([...BUILT_IN_KIND_NAMES]),
+        /**
+         * Users whose word that they made a workload (a controller ownerReference) counts, besides
+         * Kubernetes' own (kube-controller-manager and kube-system ServiceAccounts): operators that
+         * roll out ReplicaSets or Jobs of their own, e.g. "system:serviceaccount:argo-rollouts:*"
+         * (a trailing * is a prefix). Their objects are then not judged again.
+         */
+        controllerUsers: z.array(z.string().min(1).max(253)).max(100).default([]),
       })
       .prefault({}),
     exemptions: z
@@ -206,6 +245,11 @@ export const SettingsSchema = z
         enabled: z.boolean().default(true),
         /** Events written per second at most, across the cluster (bursts up to 5 seconds' worth). */
         perSecond: z.number().min(0.1).max(1000).default(10),
+        /**
+         * Events written per second at most for the pods of one namespace (bursts up to 5 seconds'
+         * worth), within perSecond: one tenant's flood of pods cannot spend every namespace's budget.
+         */
+        perNamespacePerSecond: z.number().min(0.1).max(1000).default(1),
       })
       .prefault({}),
     payload: z
@@ -216,6 +260,13 @@ export const SettingsSchema = z
         maxEnvFromPerContainer: quantityLike.default(50),
         maxVolumes: quantityLike.default(100),
         maxVolumeMountsPerContainer: quantityLike.default(100),
+        /**
+         * Sources of all projected volumes of a pod spec together (secret, configMap,
+         * serviceAccountToken, downwardAPI, clusterTrustBundle): Kubernetes sets no limit, and each
+         * is an object the kubelet fetches and watches. 10 × maxVolumes: a pod that merges its
+         * volumes into projected ones, as the too-many-volumes fix advises, stays well under it.
+         */
+        maxProjectedSources: quantityLike.default(1000),
         maxAnnotationBytes: quantityLike.default(256 * 1024),
       })
       .prefault({}),

@@ -2,13 +2,15 @@
 // every few seconds reads the module's two webhook configurations and, once a replica is Ready
 // behind their Service, sets their failure policy. Rounds go on after that: a re-deploy (`pepr
 // deploy`, `kubectl apply`, `helm upgrade`) writes the configurations back as built (Ignore), and
-// a running replica arms them again within one round.
+// a running replica arms them again within one round. A configuration an admin annotated
+// admission-guard.dev/disarm=true is set to Ignore and left so (lib/webhooks/arming.ts).
 import { K8s, kind } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, describeError, withBudget } from "../api-calls";
 import type { Logger } from "../watched-store";
 import {
   anyEndpointReady,
   armingPatch,
+  isDisarmed,
   nextStep,
   servicesCalled,
   type EndpointSliceLike,
@@ -16,6 +18,7 @@ import {
   type Operation,
   type WebhookConfiguration,
 } from "./arming";
+import { DISARM_ANNOTATION } from "../settings/keys";
 
 export const WEBHOOK_KINDS = [
   "MutatingWebhookConfiguration",
@@ -111,7 +114,8 @@ export class WebhookArming {
     // The Services' endpoints are read only while a configuration waits to be armed.
     const readyNow = new Set<string>();
     for (const config of configs) {
-      if (!config || wanted !== "Fail" || !armingPatch(config, wanted)) continue;
+      if (!config || wanted !== "Fail" || isDisarmed(config) || !armingPatch(config, wanted))
+        continue;
       for (const s of servicesCalled(config)) {
         const key = `${s.namespace}/${s.name}`;
         if (readyNow.has(key)) continue;
@@ -145,6 +149,18 @@ export class WebhookArming {
         this.say(k, "warn", `${k} ${name} armed: failurePolicy ${wanted}`);
       } else if (step.state === "armed") {
         this.said.set(k, "armed");
+      } else if (step.state === "disarmed") {
+        if (step.patch)
+          await withBudget(
+            this.api.patch(k, name, step.patch),
+            API_BUDGET_MS,
+            `patching ${k} ${name}`,
+          );
+        this.say(
+          k,
+          "warn",
+          `${k} ${name} disarmed by its annotation ${DISARM_ANNOTATION}=true: failurePolicy Ignore, not armed while it is there`,
+        );
       }
     }
     return allArmed;

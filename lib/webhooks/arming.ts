@@ -10,7 +10,12 @@
 // a Ready replica: an EndpointSlice of the webhook's Service has a ready endpoint (for a URL
 // webhook, as `pepr dev` registers, the process that checks is the one that answers).
 //
+// The break-glass: an admin annotates a configuration admission-guard.dev/disarm=true; the arming
+// then sets it to Ignore and never arms it while the annotation is there (a replica that is still
+// Ready would otherwise undo a manual `failurePolicy: Ignore` within a round).
+//
 // This file decides; lib/webhooks/arm-live.ts asks the API server and applies the decision.
+import { DISARM_ANNOTATION } from "../settings/keys";
 
 /** The JSON patch operations the arming writes (RFC 6902). */
 export type Operation = { op: "test" | "replace"; path: string; value: unknown };
@@ -21,7 +26,7 @@ export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
 /** The parts of a Mutating/ValidatingWebhookConfiguration the arming reads. */
 export interface WebhookConfiguration {
   kind?: string;
-  metadata?: { name?: string; resourceVersion?: string };
+  metadata?: { name?: string; resourceVersion?: string; annotations?: Record<string, string> };
   webhooks?: {
     name?: string;
     failurePolicy?: string;
@@ -78,10 +83,17 @@ export function armingPatch(
   return rv ? [{ op: "test", path: "/metadata/resourceVersion", value: rv }, ...ops] : ops;
 }
 
+/** Whether an admin disarmed the configuration (DISARM_ANNOTATION "true"). */
+export function isDisarmed(config: WebhookConfiguration): boolean {
+  return config.metadata?.annotations?.[DISARM_ANNOTATION]?.trim().toLowerCase() === "true";
+}
+
 /** What one round found for one configuration, for the log. */
 export type ArmingOutcome =
   | { state: "absent" }
   | { state: "armed" }
+  /** Disarmed by an admin: Ignore already, or `patch` sets it. */
+  | { state: "disarmed"; patch?: Operation[] }
   | { state: "waiting"; why: string }
   | { state: "arm"; patch: Operation[] };
 
@@ -96,6 +108,7 @@ export function nextStep(
   served: (service: { namespace: string; name: string }) => boolean,
 ): ArmingOutcome {
   if (!config) return { state: "absent" };
+  if (isDisarmed(config)) return { state: "disarmed", patch: armingPatch(config, "Ignore") };
   const patch = armingPatch(config, wanted);
   if (!patch) return { state: "armed" };
   // Setting Ignore (a deliberate fail-open) never waits for anything.

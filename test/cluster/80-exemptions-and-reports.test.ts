@@ -3,6 +3,7 @@
 // a GPU driver's privileged pod admitted on an admin's Exemption and refused without; Pepr's
 // watcher writing a PolicyReport per namespace (kubectl get policyreport) and an Event on each pod
 // the module fixed (kubectl describe pod).
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import type { KubeObject } from "../../lib/pod";
@@ -17,6 +18,7 @@ const guard = useModule(cluster, {
 });
 
 const EXEMPTIONS = "admission-guard-exemptions";
+const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
 const GPU = "gpu-operator";
 const TEAM = "ml-team";
 const DAY = 24 * 60 * 60 * 1000;
@@ -51,8 +53,11 @@ const exemption = (name: string, ns: string, spec: Record<string, unknown> = {})
 
 const kubectlApply = (obj: KubeObject) => kubectl(cluster, ["apply", "-f", "-"], stringify(obj));
 
+const OWNED_BY = "admission-guard.dev/owned-by";
+
 beforeAll(async () => {
-  await applyObjects(cluster, [namespace(EXEMPTIONS), namespace(GPU), namespace(TEAM)]);
+  // The Exemptions namespace is not made here: the install creates it (scripts/namespace-guards.mjs).
+  await applyObjects(cluster, [namespace(GPU), namespace(TEAM)]);
   // Node fit is judged against Node objects: one that can run these pods.
   await addNode(cluster, {
     apiVersion: "v1",
@@ -66,6 +71,17 @@ beforeAll(async () => {
   }).catch(() => undefined); // left by an earlier run of this file
   await guard.install();
 }, 120_000);
+
+describe("the Exemptions namespace", () => {
+  test("the install creates it, labelled as its own (owned-by the module's uuid)", async () => {
+    const res = await cluster.admin.get(`/api/v1/namespaces/${EXEMPTIONS}`);
+    expect(res.status).toBe(200);
+    expect(res.body.metadata?.labels).toMatchObject({
+      [OWNED_BY]: String(pkg.pepr.uuid),
+      "app.kubernetes.io/managed-by": "admission-guard",
+    });
+  });
+});
 
 describe("the Exemption CRD", () => {
   test("the controller applies it at start, under the module's own RBAC", async () => {
@@ -130,6 +146,36 @@ describe("a GPU driver that needs what the rules forbid", () => {
     expect(result.stderr).toMatch(
       /Warning: admission-guard\/security-context: privileged waived by Exemption admission-guard-exemptions\/gpu-driver until/,
     );
+  });
+
+  test("in a namespace the install does not own (its label gone, as one a tenant made first), the Exemption grants nothing", async () => {
+    const probe = () => {
+      const pod = driverPod();
+      pod.metadata!.name = "nvidia-driver-probe";
+      return kubectl(cluster, ["create", "--dry-run=server", "-f", "-"], stringify(pod));
+    };
+    const unlabelled = await kubectl(cluster, ["label", "namespace", EXEMPTIONS, `${OWNED_BY}-`]);
+    expect(unlabelled.code).toBe(0);
+    try {
+      const refused = await eventually(async () => {
+        const r = await probe();
+        if (r.code === 0) throw new Error("still waived");
+        return r;
+      }, 15_000);
+      expect(refused.stderr).toContain("admission-guard/security-context: privileged");
+    } finally {
+      const relabelled = await kubectl(cluster, [
+        "label",
+        "namespace",
+        EXEMPTIONS,
+        `${OWNED_BY}=${String(pkg.pepr.uuid)}`,
+      ]);
+      expect(relabelled.code).toBe(0);
+    }
+    await eventually(async () => {
+      const r = await probe();
+      if (r.code !== 0) throw new Error(r.stderr);
+    }, 15_000);
   });
 });
 

@@ -219,3 +219,140 @@ describe("the watcher's memory (npm run bench:reports: ~611 MB settled, 942 MB p
     );
   });
 });
+
+describe("issue 26: the install's doors (scripts/admission-availability.mjs, scripts/namespace-guards.mjs)", () => {
+  const GUARDS = join(REPO_ROOT, "scripts", "namespace-guards.mjs");
+  const runGuards = (dist: string, env: Record<string, string> = {}) =>
+    exec(process.execPath, ["--import", "tsx", GUARDS, dist], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+    });
+  const docsOf = (dist: string) =>
+    parseAllDocuments(readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8")).map(
+      d => d.toJS() as KubeObject,
+    );
+  const chartFile = (dist: string, file: string) =>
+    readFileSync(join(dist, `${pkg.pepr.uuid}-chart`, file), "utf8");
+  type Hook = { exec?: { command: string[] }; httpGet?: unknown };
+  const preStopOf = (docs: KubeObject[]): Hook => {
+    const admission = docs.find(
+      d => d.kind === "Deployment" && d.metadata?.name === `pepr-${pkg.pepr.uuid}`,
+    )!;
+    return (
+      admission.spec as {
+        template: { spec: { containers: { lifecycle: { preStop: Hook } }[] } };
+      }
+    ).template.spec.containers[0].lifecycle.preStop;
+  };
+
+  it("the drain is an exec inside the controller's container calling 127.0.0.1, not a request from outside the pod", () => {
+    const hook = preStopOf(docsOf(join(REPO_ROOT, "dist")));
+    expect(hook.httpGet).toBeUndefined();
+    expect(hook.exec!.command.slice(0, 2)).toEqual(["node", "-e"]);
+    expect(hook.exec!.command[2]).toContain(
+      'host:"127.0.0.1",port:3000,path:"/admission-guard/drain"',
+    );
+    const template = chartFile(join(REPO_ROOT, "dist"), "templates/admission-deployment.yaml");
+    expect(template).not.toMatch(/httpGet:\s*\n\s*path: \/admission-guard\/drain/);
+    expect(template).toContain("exec:");
+    expect(template).toContain(JSON.stringify(hook.exec!.command[2]));
+  });
+
+  it("the install creates the Exemptions namespace, labelled as its own (manifest and chart)", () => {
+    const ns = docsOf(join(REPO_ROOT, "dist")).find(
+      d => d.kind === "Namespace" && d.metadata?.name === "admission-guard-exemptions",
+    );
+    expect(ns?.metadata?.labels).toEqual({
+      "app.kubernetes.io/managed-by": "admission-guard",
+      "admission-guard.dev/owned-by": pkg.pepr.uuid,
+    });
+    expect(chartFile(join(REPO_ROOT, "dist"), "templates/exemptions-namespace.yaml")).toContain(
+      `admission-guard.dev/owned-by: ${pkg.pepr.uuid}`,
+    );
+  });
+
+  it("ships the namespace-keys policy opt-in: a file of its own and a chart value off by default, none in the manifest", () => {
+    const dist = join(REPO_ROOT, "dist");
+    const policy = parseAllDocuments(
+      readFileSync(join(dist, "admission-guard-namespace-keys-vap.yaml"), "utf8"),
+    ).map(d => d.toJS() as KubeObject);
+    expect(policy.map(d => d.kind)).toEqual([
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+    ]);
+    const spec = policy[0].spec as {
+      matchConditions: { expression: string }[];
+      validations: { expression: string; message: string }[];
+    };
+    expect(spec.matchConditions[0].expression).toContain('["system:masters"]');
+    expect(spec.validations.map(v => v.message)).toEqual([
+      expect.stringMatching(/^admission-guard\/namespace-keys: .*labels\. Fix: /),
+      expect.stringMatching(/^admission-guard\/namespace-keys: .*annotations\. Fix: /),
+    ]);
+    expect(docsOf(dist).filter(d => String(d.metadata?.name).endsWith("-namespace-keys"))).toEqual(
+      [],
+    );
+    expect(chartFile(dist, "templates/namespace-keys-policy.yaml")).toMatch(
+      /^\{\{- if \.Values\.namespaceKeysPolicy\.enabled \}\}/,
+    );
+    expect(chartFile(dist, "values.yaml")).toMatch(/namespaceKeysPolicy:\n\s+enabled: false/);
+  });
+
+  it("settings ignoredNamespaces join the system ones in every webhook's namespaceSelector and the chart's values; once however often it runs", async () => {
+    const dist = distCopy();
+    try {
+      const ignored = { ADMISSION_GUARD_IGNORED_NAMESPACES: "cert-manager,gpu-operator" };
+      await runGuards(dist, ignored);
+      await runGuards(dist, ignored);
+      const docs = docsOf(dist);
+      const selectors = docs
+        .filter(d => /WebhookConfiguration$/.test(String(d.kind)))
+        .flatMap(d => d.webhooks as { namespaceSelector: { matchExpressions: object[] } }[])
+        .map(w => w.namespaceSelector.matchExpressions);
+      expect(selectors.length).toBeGreaterThan(1);
+      for (const expressions of selectors)
+        expect(expressions).toContainEqual({
+          key: "kubernetes.io/metadata.name",
+          operator: "NotIn",
+          values: [
+            "kube-system",
+            "pepr-system",
+            "kube-public",
+            "kube-node-lease",
+            "cert-manager",
+            "gpu-operator",
+          ],
+        });
+      expect(docs.filter(d => d.kind === "Namespace").map(d => d.metadata?.name)).toEqual([
+        "pepr-system",
+        "admission-guard-exemptions",
+      ]);
+      expect(chartFile(dist, "values.yaml")).toMatch(
+        /additionalIgnoredNamespaces:\n(\s+- '?[a-z-]+'?\n)*\s+- cert-manager\n\s+- gpu-operator\n/,
+      );
+      // Dropped from the setting: gone from the selector, the system ones stay.
+      await runGuards(dist);
+      const values = (
+        docsOf(dist).find(d => d.kind === "MutatingWebhookConfiguration")!.webhooks as {
+          namespaceSelector: { matchExpressions: { values: string[] }[] };
+        }[]
+      )[0].namespaceSelector.matchExpressions[0].values;
+      expect(values).toEqual(["kube-system", "pepr-system", "kube-public", "kube-node-lease"]);
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
+  });
+
+  it("a setting that cannot work stops the build, naming it", async () => {
+    const dist = distCopy();
+    try {
+      await expect(
+        runGuards(dist, {
+          ADMISSION_GUARD_IGNORED_NAMESPACES: "admission-guard-exemptions",
+        }),
+      ).rejects.toMatchObject({ stderr: expect.stringMatching(/exemptions\.namespace/) });
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,7 +1,10 @@
 // Exemptions through the real controller: the Exemption reaches it through its watch of the
 // exemptions namespace (lib/cluster-live.ts), the next request follows it, and the controller's
 // own webhook judges Exemptions as they are written.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { KubeObject } from "../../lib/pod";
+import { REPO_ROOT } from "../support/controller";
 import { admit } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { checkParity } from "../support/parity";
@@ -10,10 +13,14 @@ import { eventually } from "../support/wait";
 const DAY = 24 * 60 * 60 * 1000;
 const EXEMPTIONS_NS = "admission-guard-exemptions";
 
-const namespace = (name: string): KubeObject => ({
+const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+/** The install's label on the namespace it created (scripts/namespace-guards.mjs). */
+const OWNED = { "admission-guard.dev/owned-by": String(pkg.pepr.uuid) };
+
+const namespace = (name: string, labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
   kind: "Namespace",
-  metadata: { name },
+  metadata: { name, labels },
 });
 
 /** The GPU driver's pod as its DaemonSet's controller sends it. */
@@ -52,7 +59,7 @@ const exemption = (
 });
 
 const env = useEnvironment({
-  objects: [namespace("gpu-operator"), namespace(EXEMPTIONS_NS), namespace("team-a")],
+  objects: [namespace("gpu-operator"), namespace(EXEMPTIONS_NS, OWNED), namespace("team-a")],
 });
 
 /** Waits until the controller's verdict on the driver pod is `allowed`. */
@@ -110,6 +117,19 @@ describe("an exempted privileged pod", () => {
       "Exemption admission-guard-exemptions/short-lived expired at",
     );
     env.api.remove("Exemption", "short-lived", EXEMPTIONS_NS);
+  });
+
+  it("in an Exemptions namespace the install does not own (a tenant created it first), none count", async () => {
+    env.api.put(namespace(EXEMPTIONS_NS, { "admission-guard.dev/owned-by": "someone-else" }));
+    env.api.put(exemption("squatted", new Date(Date.now() + DAY)));
+    // The Exemption and the namespace reach the controller's caches through their watches.
+    await new Promise(r => setTimeout(r, 1000));
+    expect((await admit(env.controller, driverPod())).allowed).toBe(false);
+    // The install's label (kubectl apply of its manifest): they count.
+    env.api.put(namespace(EXEMPTIONS_NS, OWNED));
+    await verdictBecomes(true);
+    env.api.remove("Exemption", "squatted", EXEMPTIONS_NS);
+    await verdictBecomes(false);
   });
 
   it("an Exemption its author put next to the workload does not count", async () => {

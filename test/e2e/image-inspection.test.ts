@@ -28,7 +28,8 @@ beforeAll(async () => {
     objects: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ml" } }],
     env: {
       ADMISSION_GUARD_IMAGES_INSPECT: "true",
-      ADMISSION_GUARD_IMAGES_PLAIN_HTTP: registry.host,
+      // 127.0.0.1:1, a registry that is gone, listed: a loopback host is read only when listed.
+      ADMISSION_GUARD_IMAGES_PLAIN_HTTP: `${registry.host},127.0.0.1:1`,
       ADMISSION_GUARD_IMAGES_BUDGET_MS: String(BUDGET_MS),
     },
   });

@@ -452,8 +452,10 @@ describe("Exemptions waive what they name, never a rule that is not waivable", (
 
 describe("the UPDATE gate: what is judged at all", () => {
   const settings = parseSettings({});
+  // Sent by a controller: only a controller's ownerReferences count (issue 26; update-gate.test.ts).
   const gate = (object: KubeObject, old?: KubeObject, withSettings = true) => ({
     stored: storedVersionOf(object, old ? "UPDATE" : "CREATE", old, settings),
+    user: "system:kube-controller-manager",
     ...(withSettings ? { settings } : {}),
   });
   const owned = {

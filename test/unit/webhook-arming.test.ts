@@ -11,6 +11,7 @@ import {
 import { WebhookArming, type ArmingApi, WEBHOOK_KINDS } from "../../lib/webhooks/arm-live";
 import { applyPatch } from "fast-json-patch";
 import { eventually } from "../support/wait";
+import { DISARM_ANNOTATION } from "../../lib/settings/keys";
 
 const NAME = "pepr-4473f691-a31f-4e7a-acc9-f7166d266bae";
 const service = { name: NAME, namespace: "pepr-system", path: "/mutate/abc", port: 443 };
@@ -97,7 +98,30 @@ describe("nextStep", () => {
   it("webhooks.failurePolicy Ignore (a deliberate fail-open) is set without waiting", () => {
     expect(nextStep(config("M", ["Fail"]), "Ignore", never).state).toBe("arm");
   });
+
+  it("disarmed by an admin's annotation: set to Ignore, never armed, whatever is Ready", () => {
+    const step = nextStep(disarmed(config("M", ["Fail", "Ignore"])), "Fail", () => true);
+    expect(step.state).toBe("disarmed");
+    const patched = applyPatch(
+      structuredClone(disarmed(config("M", ["Fail", "Ignore"]))),
+      (step as { patch: Operation[] }).patch,
+      true,
+    ).newDocument;
+    expect(patched.webhooks!.map(w => w.failurePolicy)).toEqual(["Ignore", "Ignore"]);
+    // Already Ignore: nothing to write.
+    expect(nextStep(disarmed(config("M", ["Ignore"])), "Fail", () => true)).toEqual({
+      state: "disarmed",
+      patch: undefined,
+    });
+    // Only "true" disarms; another value is no break-glass.
+    expect(nextStep(disarmed(config("M", ["Ignore"]), "no"), "Fail", () => true).state).toBe("arm");
+  });
 });
+
+/** The break-glass annotation set on a configuration. */
+function disarmed(c: WebhookConfiguration, value = "true"): WebhookConfiguration {
+  return { ...c, metadata: { ...c.metadata, annotations: { [DISARM_ANNOTATION]: value } } };
+}
 
 /** An API server holding the two configurations and the Service's EndpointSlices, recording calls. */
 function fakeApi(initial: Partial<Record<string, WebhookConfiguration>>) {
@@ -184,6 +208,27 @@ describe("WebhookArming", () => {
     expect(f.calls.sort()).toEqual([`get ${M}`, `get ${V}`]);
     // `pepr deploy` (server-side apply, forced) writes the configuration back as built.
     f.stored[V] = config(V, ["Ignore"]);
+    await a.round();
+    await a.round();
+    expect(f.policies(V)).toEqual(["Fail"]);
+  });
+
+  it("the break-glass: a manual Ignore with the disarm annotation is not re-armed by a Ready replica; removing it re-arms", async () => {
+    const f = fakeApi({ [M]: config(M, ["Ignore"]), [V]: config(V, ["Ignore"]) });
+    const a = arming(f.api);
+    f.setSlices([ready(true)]);
+    await a.round();
+    await a.round();
+    expect([f.policies(M), f.policies(V)]).toEqual([["Fail"], ["Fail"]]);
+    // The admin: annotate the validating configuration only (kubectl annotate ... disarm=true).
+    f.stored[V] = disarmed(f.stored[V]!);
+    for (let i = 0; i < 4; i++) await a.round();
+    expect([f.policies(M), f.policies(V)]).toEqual([["Fail"], ["Ignore"]]);
+    expect(logs).toContainEqual(
+      `${V} ${NAME} disarmed by its annotation ${DISARM_ANNOTATION}=true: failurePolicy Ignore, not armed while it is there`,
+    );
+    f.stored[V] = { ...f.stored[V]!, metadata: { ...f.stored[V]!.metadata, annotations: {} } };
+    // Armed as after an install: on the second round that sees the replica Ready.
     await a.round();
     await a.round();
     expect(f.policies(V)).toEqual(["Fail"]);

@@ -30,6 +30,11 @@ export interface ControlPlaneInfo {
   adminKubeconfig: string;
   kubectl: string;
   pids: number[];
+  /**
+   * The API server's audit log (JSON lines): only SubjectAccessReviews are recorded (AUDIT_POLICY),
+   * so a test can count the reviews one object made the module ask.
+   */
+  auditLog: string;
   /** The node's name and containerd socket, when the run has a node (test/node). */
   node?: { name: string; containerdSocket: string; registry?: string };
 }
@@ -58,6 +63,22 @@ export const ADMISSION_PLUGINS = [
   "ValidatingAdmissionWebhook",
   "ResourceQuota",
 ];
+
+/**
+ * Feature gates of the kube-apiserver. ImageVolume (alpha in v1.32): without it the API server drops
+ * spec.volumes[].image before admission, and the module's image-volume rules could not be shown.
+ */
+export const FEATURE_GATES = ["ImageVolume=true"];
+
+/** What the API server's audit log records: who asked a SubjectAccessReview, nothing else. */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    resources: [{ group: authorization.k8s.io, resources: [subjectaccessreviews] }]
+  - level: None
+`;
 
 /**
  * Controllers: all the default ones, but
@@ -116,8 +137,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     saKey: join(dir, "sa.key"),
     kcmKubeconfig: join(dir, "kcm.kubeconfig"),
     adminKubeconfig: join(dir, "admin.kubeconfig"),
+    auditPolicy: join(dir, "audit-policy.yaml"),
+    auditLog: join(dir, "audit.log"),
   };
   writeFileSync(files.ca, ca.pem);
+  writeFileSync(files.auditPolicy, AUDIT_POLICY);
   writeFileSync(files.serving, serving.certPem);
   writeFileSync(files.servingKey, serving.keyPem, { mode: 0o600 });
   writeFileSync(
@@ -171,6 +195,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       // Bound to loopback: no endpoint reconciliation for the kubernetes Service (it refuses a
       // loopback address).
       `--endpoint-reconciler-type=none`,
+      `--feature-gates=${FEATURE_GATES.join(",")}`,
+      `--audit-policy-file=${files.auditPolicy}`,
+      `--audit-log-path=${files.auditLog}`,
       `--v=0`,
     ]);
 
@@ -233,6 +260,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       adminCredentials: adminCreds,
       adminKubeconfig: files.adminKubeconfig,
       kubectl: bins.kubectl!,
+      auditLog: files.auditLog,
       pids: group.children.map(c => c.process.pid!),
       node: runningNode && {
         name: runningNode.name,

@@ -40,5 +40,7 @@ export async function buildVariant(name: string, env: Record<string, string>): P
   await run(process.execPath, [join(REPO_ROOT, "scripts", "watcher-memory.mjs"), dir], env);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "admission-availability.mjs"), dir], env);
   await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-arming-guard.mjs"), dir], env);
+  const guards = join(REPO_ROOT, "scripts", "namespace-guards.mjs");
+  await run(process.execPath, ["--import", "tsx", guards, dir], env);
   return dir;
 }

@@ -1,0 +1,262 @@
+// Where image lookups may connect: a policy, not whatever a pod's image or a registry's redirect
+// names. A host is reached only at addresses outside loopback, link-local, private, CGNAT,
+// multicast and unspecified ranges (and their IPv4-mapped and NAT64 forms), and outside the
+// admin's images.blockedCidrs (the cluster's Service and Pod ranges when they are public), unless
+// an admin listed the host: images.allowedHosts, images.plainHttp, the registries of
+// registries.allowed and of the mirror targets. Checked on the addresses DNS gave at connect time
+// (a `lookup` handed to node:http/https, so a name that resolves again to another address is
+// checked again), on every request: each redirect hop and the token realm alike. Plain HTTP goes
+// only to images.plainHttp hosts.
+import * as dns from "node:dns";
+import * as http from "node:http";
+import * as https from "node:https";
+import { BlockList, isIP, isIPv4, type LookupFunction } from "node:net";
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { parsePrefix } from "../image-reference";
+import type { Settings } from "../settings";
+import { bounded } from "./limits";
+
+/** How the registry client makes a request (a fetch-like call; tests inject their own). */
+export type Transport = (
+  url: string | URL,
+  init: { headers?: Record<string, string>; signal?: AbortSignal; method?: string },
+) => Promise<Response>;
+
+export interface EgressPolicy {
+  /** Hosts an admin listed, as a URL's `host` writes them ("harbor.internal", "10.0.0.5:5000"). */
+  listed: ReadonlySet<string>;
+  /** Hosts spoken to over plain HTTP (images.plainHttp), in the same form. */
+  plainHttp: ReadonlySet<string>;
+  /** Ranges never reached unless listed: the built-in ones and images.blockedCidrs. */
+  blocked: BlockList;
+  /** Resolves a name (dns.lookup unless a test injects one). */
+  resolve?: typeof dns.lookup;
+}
+
+/** The error a refused connection fails with (its code tells the client why). */
+export const EGRESS_REFUSED = "ERR_ADMISSION_GUARD_EGRESS";
+
+export class EgressRefused extends Error {
+  readonly code = EGRESS_REFUSED;
+}
+
+const BUILT_IN_BLOCKED: [string, number, "ipv4" | "ipv6"][] = [
+  ["0.0.0.0", 8, "ipv4"], // "this network", unspecified
+  ["10.0.0.0", 8, "ipv4"],
+  ["100.64.0.0", 10, "ipv4"], // CGNAT
+  ["127.0.0.0", 8, "ipv4"],
+  ["169.254.0.0", 16, "ipv4"], // link-local: cloud metadata services
+  ["172.16.0.0", 12, "ipv4"],
+  ["192.168.0.0", 16, "ipv4"],
+  ["224.0.0.0", 4, "ipv4"], // multicast
+  ["240.0.0.0", 4, "ipv4"], // reserved, broadcast
+  ["::", 96, "ipv6"], // unspecified, loopback, IPv4-compatible
+  ["fe80::", 10, "ipv6"],
+  ["fc00::", 7, "ipv6"],
+  ["ff00::", 8, "ipv6"],
+];
+
+/** The built-in ranges plus the admin's CIDRs ("10.96.0.0/12", "fd00:10::/56"). */
+export function blockListOf(extraCidrs: readonly string[] = []): BlockList {
+  const list = new BlockList();
+  for (const [net, prefix, type] of BUILT_IN_BLOCKED) list.addSubnet(net, prefix, type);
+  for (const cidr of extraCidrs) {
+    const parsed = parseCidr(cidr);
+    if (parsed) list.addSubnet(parsed.network, parsed.prefix, parsed.type);
+  }
+  return list;
+}
+
+/** "10.96.0.0/12" → its parts; undefined when it is not a CIDR. */
+export function parseCidr(
+  cidr: string,
+): { network: string; prefix: number; type: "ipv4" | "ipv6" } | undefined {
+  const match = /^([^/]+)\/(\d{1,3})$/.exec(cidr.trim());
+  if (!match) return undefined;
+  const version = isIP(match[1]);
+  const prefix = Number(match[2]);
+  if (!version || prefix > (version === 4 ? 32 : 128)) return undefined;
+  return { network: match[1], prefix, type: version === 4 ? "ipv4" : "ipv6" };
+}
+
+/** The eight 16-bit words of an IPv6 address (zone dropped); undefined when it is not one. */
+function ipv6Words(address: string): number[] | undefined {
+  let text = address.replace(/%.*$/, "");
+  if (isIP(text) !== 6) return undefined;
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted[1].split(".").map(Number);
+    text =
+      text.slice(0, -dotted[1].length) +
+      `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
+  const words = (s: string | undefined) => (s ? s.split(":").map(w => parseInt(w, 16)) : []);
+  const front = words(head);
+  const back = words(tail);
+  return [...front, ...Array(8 - front.length - back.length).fill(0), ...back];
+}
+
+/** The IPv4 address an IPv6 one carries (IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96). */
+function embeddedIPv4(words: number[]): string | undefined {
+  const mapped = words.slice(0, 5).every(w => w === 0) && words[5] === 0xffff;
+  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every(w => w === 0);
+  if (!mapped && !nat64) return undefined;
+  return [words[6] >> 8, words[6] & 255, words[7] >> 8, words[7] & 255].join(".");
+}
+
+/** Whether an address may be connected to for a host no admin listed. */
+export function addressAllowed(address: string, blocked: BlockList): boolean {
+  if (isIPv4(address)) return !blocked.check(address, "ipv4");
+  const words = ipv6Words(address);
+  if (!words) return false;
+  const v4 = embeddedIPv4(words);
+  if (v4 !== undefined) return !blocked.check(v4, "ipv4");
+  return !blocked.check(words.map(w => w.toString(16)).join(":"), "ipv6");
+}
+
+/** The host form a URL gives ("registry-1.docker.io", "127.0.0.1:5000") of a registry. */
+export const apiHost = (registry: string) =>
+  registry === "docker.io" ? "registry-1.docker.io" : registry;
+
+/** The policy the settings give (the webhook's, and `check --inspect-images`'s). */
+export function egressPolicyOf(settings: Settings): EgressPolicy {
+  const registryHosts = [
+    ...settings.registries.allowed,
+    ...Object.values(settings.registries.mirrors),
+  ].flatMap(entry => {
+    const parsed = parsePrefix(entry);
+    return parsed.ok ? [parsed.prefix.registry] : [];
+  });
+  return egressPolicy({
+    allowedHosts: [...settings.images.allowedHosts, ...registryHosts],
+    plainHttp: settings.images.plainHttp,
+    blockedCidrs: settings.images.blockedCidrs,
+  });
+}
+
+/** A policy from its lists (hosts as registries write them: docker.io is its API host too). */
+export function egressPolicy(lists: {
+  allowedHosts?: readonly string[];
+  plainHttp?: readonly string[];
+  blockedCidrs?: readonly string[];
+  resolve?: typeof dns.lookup;
+}): EgressPolicy {
+  // A URL's host leaves out the scheme's default port: "h:80" over http is "h".
+  const plainHttp = (lists.plainHttp ?? []).map(h => h.toLowerCase().replace(/:80$/, ""));
+  const listed = [
+    ...(lists.allowedHosts ?? []).flatMap(h => [
+      h.toLowerCase(),
+      h.toLowerCase().replace(/:443$|:80$/, ""),
+    ]),
+    ...plainHttp,
+  ];
+  return {
+    listed: new Set([...listed, ...listed.map(apiHost)]),
+    plainHttp: new Set([...plainHttp, ...plainHttp.map(apiHost)]),
+    blocked: blockListOf(lists.blockedCidrs),
+    resolve: lists.resolve,
+  };
+}
+
+/** A `lookup` for net.connect that keeps only the addresses the policy allows. */
+export function guardedLookup(host: string, policy: EgressPolicy): LookupFunction {
+  const resolve = policy.resolve ?? dns.lookup;
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, "", 0);
+      const allowed = (addresses as unknown as dns.LookupAddress[]).filter(a =>
+        addressAllowed(a.address, policy.blocked),
+      );
+      if (!allowed.length)
+        return callback(
+          new EgressRefused(
+            `${bounded(host)} resolves only to addresses the egress policy refuses`,
+          ),
+          "",
+          0,
+        );
+      if (options.all) callback(null, allowed);
+      else callback(null, allowed[0].address, allowed[0].family);
+    });
+  };
+}
+
+// Each policy has its own sockets: a connection checked under one policy is never reused under
+// another (a pooled socket skips the lookup). Idle ones close after a while.
+const AGENT_OPTIONS = { keepAlive: true, maxSockets: 16, maxTotalSockets: 64, timeout: 15_000 };
+const transports = new WeakMap<EgressPolicy, Transport>();
+
+/**
+ * Why the policy refuses a URL before any connection (scheme, plain HTTP, an IP literal, which
+ * net.connect dials without a lookup); undefined: connect, the lookup checks the rest.
+ */
+export function refusal(url: URL, policy: EgressPolicy): string | undefined {
+  const host = url.host.toLowerCase();
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    return `${bounded(url.protocol)} is not http(s)`;
+  if (url.protocol === "http:" && !policy.plainHttp.has(host))
+    return `plain HTTP to ${bounded(host)}, which is not in images.plainHttp`;
+  if (policy.listed.has(host)) return undefined;
+  const literal = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIP(literal) && !addressAllowed(literal, policy.blocked))
+    return `${bounded(host)} is an address the egress policy refuses`;
+  return undefined;
+}
+
+/**
+ * Requests through node:http/https under the policy, answered as a web Response (the client's
+ * shape). Redirects are never followed here: the client follows them, each hop through this.
+ */
+export function guardedTransport(policy: EgressPolicy): Transport {
+  let transport = transports.get(policy);
+  if (!transport) transports.set(policy, (transport = newTransport(policy)));
+  return transport;
+}
+
+function newTransport(policy: EgressPolicy): Transport {
+  const agents = {
+    "http:": new http.Agent(AGENT_OPTIONS),
+    "https:": new https.Agent(AGENT_OPTIONS),
+  };
+  return (target, init) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(target);
+      const refused = refusal(url, policy);
+      if (refused) return reject(new EgressRefused(refused));
+      const listed = policy.listed.has(url.host.toLowerCase());
+      const request = (url.protocol === "https:" ? https : http).request(
+        url,
+        {
+          method: init.method ?? "GET",
+          headers: init.headers,
+          signal: init.signal,
+          agent: agents[url.protocol as "http:" | "https:"],
+          lookup: listed ? undefined : guardedLookup(url.host, policy),
+        },
+        res => {
+          const status = res.statusCode ?? 0;
+          try {
+            if (status < 200 || status > 599) throw new Error(`HTTP status ${status}`);
+            const headers = new Headers();
+            for (const [name, value] of Object.entries(res.headers))
+              for (const one of [value ?? []].flat()) headers.append(name, one);
+            const empty = [204, 205, 304].includes(status) || init.method === "HEAD";
+            if (empty) res.resume();
+            resolve(
+              new Response(
+                empty ? null : (Readable.toWeb(res) as WebReadableStream as ReadableStream),
+                { status, headers },
+              ),
+            );
+          } catch (e) {
+            res.destroy();
+            reject(e);
+          }
+        },
+      );
+      request.on("error", reject);
+      request.end();
+    });
+}
