@@ -64,6 +64,30 @@ export interface LiveClusterOptions {
   readNamespace?: (name: string) => Promise<KubeObject | undefined>;
   /** How a pod's pull Secret is read (images.workloadPullSecrets; tests inject one). */
   readSecret?: (namespace: string, name: string) => Promise<KubeObject | undefined>;
+  /** How the API server's /version is read (tests inject one). */
+  readVersion?: () => Promise<ServerVersionInfo>;
+}
+
+/** What GET /version answers (only the fields read here). */
+export interface ServerVersionInfo {
+  major?: string;
+  minor?: string;
+  gitVersion?: string;
+}
+
+/** A failed /version read is tried again after this long (at most VERSION_READ_ATTEMPTS times). */
+export const VERSION_RETRY_MS = 30_000;
+export const VERSION_READ_ATTEMPTS = 10;
+
+/**
+ * The API server's version as a Pod Security policy version ("v1.32"), from its gitVersion, else
+ * from major and minor (GKE and EKS say minor "32+"); undefined for anything else.
+ */
+export function policyVersionOf(info: ServerVersionInfo | undefined): string | undefined {
+  const minor =
+    /^v1\.(\d+)/.exec(info?.gitVersion ?? "")?.[1] ??
+    (info?.major === "1" ? /^(\d+)\+?$/.exec(info.minor ?? "")?.[1] : undefined);
+  return minor === undefined ? undefined : `v1.${Number(minor)}`;
 }
 
 /** A pod's pull Secrets are read again after this long (a rotated token is used within it). */
@@ -91,6 +115,10 @@ export class LiveCluster implements ClusterView {
   /** Namespaces read one by one before the watch's first list (then dropped: the watch knows). */
   private readonly readDirectly = new Map<string, NamespaceInfo>();
   private readonly namespacesListed: Promise<void>;
+  /** See ClusterView.serverVersion: read once at start (securityContext.clusterVersion "latest"). */
+  serverVersion?: string;
+  /** The first /version read, success or not: requests wait for it (bounded) in settle. */
+  private firstVersionRead?: Promise<void>;
 
   constructor(
     private readonly log?: Logger,
@@ -117,8 +145,9 @@ export class LiveCluster implements ClusterView {
     this.accessReviews = new AccessReviews(log);
   }
 
-  /** Starts every watch; failures are logged and retried by the watcher, never thrown. */
+  /** Starts every watch and reads /version; failures are logged and retried, never thrown. */
   start(): void {
+    this.firstVersionRead = this.readServerVersion();
     for (const store of [
       this.namespaces,
       this.quotas,
@@ -194,6 +223,31 @@ export class LiveCluster implements ClusterView {
     );
   }
 
+  /**
+   * Reads the API server's /version (bounded by API_BUDGET_MS) into serverVersion; a failure is
+   * logged and tried again later, a few times: until then "latest" is the newest policy known.
+   * start() calls it (so do tests, which start no watch).
+   */
+  async readServerVersion(attempt = 1): Promise<void> {
+    const read = this.options.readVersion ?? readVersionFromApi;
+    try {
+      const info = await withBudget(read(), API_BUDGET_MS, "reading the API server's /version");
+      this.serverVersion = policyVersionOf(info);
+      this.log?.info(
+        { gitVersion: bounded(String(info?.gitVersion)), policyVersion: this.serverVersion },
+        "API server version read: Pod Security latest is evaluated as its own",
+      );
+    } catch (e) {
+      const retry = attempt < VERSION_READ_ATTEMPTS;
+      this.log?.warn(
+        { error: bounded(describeError(e)), attempt, retry },
+        "could not read the API server's /version: Pod Security latest is evaluated as the newest policy known (set securityContext.clusterVersion)",
+      );
+      if (retry)
+        setTimeout(() => void this.readServerVersion(attempt + 1), VERSION_RETRY_MS).unref();
+    }
+  }
+
   // Read by every action of every request: one NamespaceInfo per stored namespace object (a watch
   // event replaces the object, and with it the entry).
   private readonly namespaceInfos = new WeakMap<object, NamespaceInfo>();
@@ -206,13 +260,12 @@ export class LiveCluster implements ClusterView {
    * cannot be read stays unknown, and is logged.
    */
   async settle(name: string): Promise<void> {
+    // Until /version is known, "latest" is judged as the newest policy, stricter than the API
+    // server's own PSA: the first requests wait for that read too (it needs no RBAC, and is quick).
+    if (this.firstVersionRead && this.serverVersion === undefined)
+      await waitAtMost(this.firstVersionRead, NAMESPACE_WAIT_MS);
     if (!name || this.namespaces.synced || this.readDirectly.has(name)) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.namespacesListed,
-      new Promise<void>(done => (timer = setTimeout(done, NAMESPACE_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    await waitAtMost(this.namespacesListed, NAMESPACE_WAIT_MS);
     if (this.namespaces.synced) return;
     const read = this.options.readNamespace ?? readNamespaceFromApi;
     try {
@@ -355,8 +408,23 @@ function boundedCredentials(
   return kept;
 }
 
+/** Resolves when `promise` does or after `ms`, whichever comes first (never rejects). */
+async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise.catch(() => undefined),
+    new Promise<void>(done => (timer = setTimeout(done, ms))),
+  ]);
+  clearTimeout(timer);
+}
+
 async function readNamespaceFromApi(name: string): Promise<KubeObject | undefined> {
   return (await K8s(kind.Namespace).Get(name)) as KubeObject;
+}
+
+async function readVersionFromApi(): Promise<ServerVersionInfo> {
+  // /version is readable by everyone (system:public-info-viewer): no RBAC rule needed.
+  return (await K8s(kind.Namespace).Raw("/version")) as ServerVersionInfo;
 }
 
 async function readSecretFromApi(namespace: string, name: string): Promise<KubeObject | undefined> {

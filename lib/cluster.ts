@@ -34,6 +34,11 @@ export type EnsureResult =
 export interface ClusterView {
   /** "live" in the webhook, "snapshot" for `check` and unit tests. */
   readonly source: "live" | "snapshot";
+  /**
+   * The API server's own version as a Pod Security policy version ("v1.32"): what its PSA
+   * evaluates "latest" as. Undefined when not known (a snapshot, or /version not read yet).
+   */
+  readonly serverVersion?: string;
   /** The namespace's labels and annotations; undefined when unknown (not in the cache or snapshot). */
   namespace(name: string): NamespaceInfo | undefined;
   /** ResourceQuotas of a namespace; undefined when there is no data (cache not synced, or none in the snapshot). */

@@ -1,6 +1,8 @@
-// The mutation: fill what Pod Security Standards restricted needs and the user left unset, never
-// change what the user set (an explicit `runAsNonRoot: false` is left for validation to deny with
-// its fix). Idempotent: every fill is guarded by "still unset".
+// The mutation: fill what the namespace's Pod Security level (restricted unless it says otherwise)
+// needs at its policy version and the user left unset, never change what the user set (an explicit
+// `runAsNonRoot: false` is left for validation to deny with its fix). Idempotent: every fill is
+// guarded by "still unset". Only restricted requires fields to be set: baseline and privileged
+// forbid values but require none, so they get no Pod Security fills (and so no user forcing).
 //
 // The user a pod runs as follows its images (image-user.ts): an image built with a numeric
 // non-root USER keeps it, and so keeps its files; an image built for root (or a named user) runs as
@@ -15,7 +17,15 @@ import type { V1Container } from "@kubernetes/client-node";
 import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import type { Settings } from "../../lib/settings";
 import { type RuleChange } from "../../lib/policy";
-import { asArray, asObject, isUserNamespacePod, isWindowsPod, type Obj } from "./checks/helpers";
+import { checksFor, type LevelVersion } from "./checks";
+import {
+  asArray,
+  asObject,
+  isUserNamespacePod,
+  isWindowsPod,
+  USER_NAMESPACE_RELAXED_SINCE,
+  type Obj,
+} from "./checks/helpers";
 import { identityFor, imageContainers, type Identity, type ImageUser } from "./image-user";
 
 export const CAPABILITY = "security-context";
@@ -27,6 +37,30 @@ export interface FixInputs {
   users?: ReadonlyMap<V1Container, ImageUser>;
   /** Whether to fill readOnlyRootFilesystem (the setting, or the namespace's label). */
   readOnlyRoot?: "off" | "fill";
+  /** The level to fix to, at the policy version it evaluates (default: restricted, latest). */
+  level?: LevelVersion;
+}
+
+/** What a level's checks require to be set, at its policy version: the fills that follow. */
+interface Fills {
+  /** runAsNonRoot, with the user each container runs as, its HOME and fsGroup. */
+  nonRoot: boolean;
+  /** Whether a pod in its own user namespace is exempt from runAsNonRoot (from policy 1.35). */
+  userNamespaceExempt: boolean;
+  allowPrivilegeEscalation: boolean;
+  dropAll: boolean;
+  seccomp: boolean;
+}
+
+function fillsFor({ level, version }: LevelVersion): Fills {
+  const required = new Set(checksFor(level, version).map(c => c.id));
+  return {
+    nonRoot: required.has("runAsNonRoot"),
+    userNamespaceExempt: version === "latest" || version >= USER_NAMESPACE_RELAXED_SINCE,
+    allowPrivilegeEscalation: required.has("allowPrivilegeEscalation"),
+    dropAll: required.has("capabilities_restricted"),
+    seccomp: required.has("seccompProfile_restricted"),
+  };
 }
 
 const unset = (x: unknown) => x === undefined || x === null;
@@ -96,21 +130,43 @@ export function fixPodSecurity(
   inputs: FixInputs = {},
 ): RuleChange[] {
   const spec = asObject(template.spec);
-  if (!spec) return [];
+  const level = inputs.level ?? { level: "restricted", version: "latest" };
+  if (!spec || level.level === "privileged") return [];
+  const fills = fillsFor(level);
   const rec = new Recorder();
   const windows = isWindowsPod(template);
   const before = spec.securityContext;
   const podSc = securityContext(spec);
   const chosen =
-    windows || isUserNamespacePod(template) ? new Map() : identities(template, settings, inputs);
-  if (podSc) fixPodLevel(template, podSc, chosen, settings, windows, rec);
+    !windows && nonRootFilled(template, fills)
+      ? identities(template, settings, inputs)
+      : new Map<V1Container, Identity>();
+  if (podSc) fixPodLevel(template, podSc, chosen, settings, windows, fills, rec);
   if (!windows) {
     for (const ref of imageContainersAndEphemeral(template))
-      fixContainer(template, spec, ref, chosen.get(ref.container), settings, inputs, rec);
-    if (podSc) fixFsGroup(template, spec, podSc, chosen, settings, rec);
+      fixContainer(template, spec, ref, chosen.get(ref.container), settings, inputs, fills, rec);
+    if (podSc && fills.nonRoot) fixFsGroup(template, spec, podSc, chosen, settings, rec);
   }
   if (unset(before) && podSc && Object.keys(podSc).length === 0) delete spec.securityContext;
   return rec.changes;
+}
+
+/** Whether the fix chooses who containers run as: runAsNonRoot is to be filled for this pod. */
+function nonRootFilled(template: PodTemplateRef, fills: Fills): boolean {
+  return fills.nonRoot && !(fills.userNamespaceExempt && isUserNamespacePod(template));
+}
+
+/**
+ * Whether the fix, at this level, chooses the user of some container (one that names none, in a
+ * pod that names none): only then are the images read.
+ */
+export function choosesUser(template: PodTemplateRef, level: LevelVersion): boolean {
+  return (
+    level.level !== "privileged" &&
+    !isWindowsPod(template) &&
+    nonRootFilled(template, fillsFor(level)) &&
+    containersLeftToUs(template).length > 0
+  );
 }
 
 function imageContainersAndEphemeral(template: PodTemplateRef): ContainerRef[] {
@@ -146,11 +202,13 @@ function fixPodLevel(
   chosen: Map<V1Container, Identity>,
   settings: SecuritySettings,
   windows: boolean,
+  fills: Fills,
   rec: Recorder,
 ): void {
   const at = (field: string) => fieldPath(template, `spec.securityContext.${field}`);
-  // A user-namespaced pod (hostUsers: false) may run as root inside its namespace; PSA exempts it.
-  if (!isUserNamespacePod(template)) {
+  // A user-namespaced pod (hostUsers: false) may run as root inside its namespace; PSA exempts it
+  // from policy 1.35 on.
+  if (nonRootFilled(template, fills)) {
     if (unset(sc.runAsNonRoot))
       rec.set(sc, "runAsNonRoot", true, at("runAsNonRoot"), "runAsNonRoot");
     // One identity for all: said once, at the pod. Otherwise each container gets its own below.
@@ -171,7 +229,7 @@ function fixPodLevel(
     containers.every(
       c => !unset(asObject((c.container as unknown as Obj).securityContext)?.seccompProfile),
     );
-  if (!windows && unset(sc.seccompProfile) && !everyContainerHasOwn) {
+  if (fills.seccomp && !windows && unset(sc.seccompProfile) && !everyContainerHasOwn) {
     rec.set(
       sc,
       "seccompProfile",
@@ -228,11 +286,30 @@ function fixContainer(
   identity: Identity | undefined,
   settings: SecuritySettings,
   inputs: FixInputs,
+  fills: Fills,
   rec: Recorder,
 ): void {
   const container = ref.container as unknown as Obj;
+  const before = container.securityContext;
   const sc = securityContext(container);
   if (!sc) return;
+  fillContainer(template, spec, ref, sc, identity, settings, inputs, fills, rec);
+  // Nothing filled (a level that requires nothing): no empty object left behind.
+  if (unset(before) && Object.keys(sc).length === 0) delete container.securityContext;
+}
+
+function fillContainer(
+  template: PodTemplateRef,
+  spec: Obj,
+  ref: ContainerRef,
+  sc: Obj,
+  identity: Identity | undefined,
+  settings: SecuritySettings,
+  inputs: FixInputs,
+  fills: Fills,
+  rec: Recorder,
+): void {
+  const container = ref.container as unknown as Obj;
   const at = (field: string) => `${ref.path}.securityContext.${field}`;
 
   // Containers that do not share the pod's identity get their own.
@@ -246,6 +323,7 @@ function fixContainer(
   const caps = unset(sc.capabilities) ? undefined : asObject(sc.capabilities);
   const added = Array.isArray(caps?.add) ? caps.add.map(String) : [];
   if (
+    fills.allowPrivilegeEscalation &&
     unset(sc.allowPrivilegeEscalation) &&
     sc.privileged !== true &&
     !added.some(c => SYS_ADMIN.has(c))
@@ -260,7 +338,7 @@ function fixContainer(
   }
 
   // drop ALL, keeping whatever the user dropped and added (an add of NET_BIND_SERVICE survives).
-  const capabilities = securityContext(sc, "capabilities");
+  const capabilities = fills.dropAll ? securityContext(sc, "capabilities") : undefined;
   if (capabilities && (unset(capabilities.drop) || Array.isArray(capabilities.drop))) {
     const drop = (capabilities.drop as unknown[] | undefined) ?? [];
     if (!drop.includes("ALL")) {

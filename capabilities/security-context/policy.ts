@@ -1,7 +1,10 @@
-// The security-context policy (pure; index.ts is its Pepr capability): Pod Security Standards
-// "restricted", fix first.
-//   fix:   fills the unset fields restricted needs (fix.ts)
-//   check: PSA's restricted checks at version latest, one file each (checks/)
+// The security-context policy (pure; index.ts is its Pepr capability): Pod Security Standards at
+// the level the namespace enforces (its pod-security.kubernetes.io labels, read as Pod Security
+// Admission reads them: checks/levels.ts; securityContext.defaultLevel without them), fix first.
+//   fix:   fills the unset fields that level needs at its policy version (fix.ts): restricted only
+//   check: PSA's checks of that level and version, one file each (checks/), denying; the warn and
+//          audit labels' levels only ever warn (PSA's audit goes to the audit log, which a webhook
+//          cannot write: here it is a warning too, and a report's result)
 import { recordedFixes } from "../../lib/engine";
 import { isPod, type PodTemplateRef } from "../../lib/pod";
 import {
@@ -13,21 +16,43 @@ import {
 } from "../../lib/policy";
 import { NS_KEYS, READ_ONLY_ROOT } from "../../lib/settings";
 import { formatNote } from "../../lib/verdict";
-import { evaluatePod, RESTRICTED_CHECK_IDS, type CheckOutcome } from "./checks";
+import {
+  ALL_CHECK_IDS,
+  checksFor,
+  describeLevel,
+  evaluatePod,
+  formatVersion,
+  namespacePodSecurity,
+  parseVersion,
+  policyMinor,
+  sameLevel,
+  type CheckOutcome,
+  type LevelVersion,
+  type NamespacePodSecurity,
+  type PolicyVersion,
+  type PsaMode,
+} from "./checks";
 import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
-import { CAPABILITY, containersLeftToUs, fixPodSecurity, normalizePath } from "./fix";
+import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
 export const DEBUG_PROFILE_FIX =
   "with kubectl debug, use --profile=restricted (it sets what Pod Security restricted asks of the debug container)";
 
-export function toViolation(outcome: CheckOutcome): RuleViolation {
+/** A forbidden check as a violation, naming the level and version (and the mode, but enforce). */
+export function toViolation(
+  outcome: CheckOutcome,
+  level: LevelVersion = { level: "restricted", version: "latest" },
+  mode: PsaMode = "enforce",
+): RuleViolation {
   const detail = outcome.forbiddenDetail ? `: ${outcome.forbiddenDetail}` : "";
+  const standard = `Pod Security Standards ${mode === "enforce" ? "" : `${mode} `}${describeLevel(level)}`;
   return {
     rule: outcome.id,
-    message: `${outcome.forbiddenReason ?? "forbidden"}${detail} (Pod Security Standards restricted)`,
-    fix: outcome.fix ?? "see the Pod Security Standards restricted profile",
+    message: `${outcome.forbiddenReason ?? "forbidden"}${detail} (${standard})`,
+    fix: outcome.fix ?? `see the Pod Security Standards ${level.level} profile`,
+    ...(mode === "enforce" ? {} : { severity: "warn" as const }),
   };
 }
 
@@ -37,16 +62,29 @@ export const IMAGE_USER_RULE = "image-user";
 export const securityContextPolicy: Policy = {
   name: CAPABILITY,
   switchedBy: "securityContext",
-  rules: [...RESTRICTED_CHECK_IDS, IMAGE_USER_RULE],
+  // Every check of every level: an Exemption or a report may name any of them.
+  rules: [...ALL_CHECK_IDS, IMAGE_USER_RULE],
   description:
-    "Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed",
+    "Pod Security Standards restricted, or the level the namespace's pod-security.kubernetes.io/enforce label sets: fills unset securityContext fields, denies what cannot be fixed",
 
   async fix({ template }, ctx) {
     const settings = ctx.settings.securityContext;
     if (!settings.enabled || !settings.mutate) return [];
-    // The images are read only when the pod leaves a container's user to us.
-    const users = leavesUserUnset(template) ? await imageUsersOf(template, ctx) : undefined;
-    return fixPodSecurity(template, settings, { users, readOnlyRoot: readOnlyRootOf(ctx) });
+    const level = evaluated(podSecurityOf(ctx).enforce, ctx);
+    // The images are read only when the fix chooses a container's user.
+    const users = choosesUser(template, level) ? await imageUsersOf(template, ctx) : undefined;
+    const changes = fixPodSecurity(template, settings, {
+      users,
+      readOnlyRoot: readOnlyRootOf(ctx),
+      level,
+    });
+    // The trace names the level it fixed to, as PSA names a policy: "baseline:v1.30".
+    if (changes.length) {
+      const { enforce } = podSecurityOf(ctx);
+      const annotations = ((template.metadata ??= {}).annotations ??= {});
+      annotations[NS_KEYS.podSecurityFixed] = `${enforce.level}:${formatVersion(enforce.version)}`;
+    }
+    return changes;
   },
 
   async check(object, target, ctx) {
@@ -62,22 +100,107 @@ export const securityContextPolicy: Policy = {
       template = { ...template, spec: { ...template.spec, containers: [], initContainers: [] } };
       debugging = ctx.stored.addsEphemeralContainers;
     }
-    findings.violations = evaluatePod(template, "restricted")
-      .filter(outcome => !outcome.allowed)
-      .map(toViolation)
-      .map(v => (debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v));
+    const policy = podSecurityOf(ctx);
+    const judged = judgeLevels(template, policy, ctx);
+    findings.violations = judged.violations.map(v =>
+      debugging ? { ...v, fix: `${v.fix}; ${DEBUG_PROFILE_FIX}` } : v,
+    );
+    findings.skipped = judged.skipped;
+    findings.warnings = labelWarnings(policy, ctx);
+    if (fixedHere(target)) findings.warnings.push(levelNote(target, policy.enforce));
     if (!ctx.stored) {
       const said = await imageFindings(target, ctx);
-      findings.warnings = said.warnings;
+      findings.warnings.push(...said.warnings);
       findings.violations.push(...said.violations);
     }
     return findings;
   },
 };
 
-/** Whether some container's user is left to us (no runAsUser on it or on the pod). */
-const leavesUserUnset = (template: PodTemplateRef) =>
-  !isWindowsPod(template) && containersLeftToUs(template).length > 0;
+/** The namespace's Pod Security policy: its labels, or the settings' defaults. */
+export function podSecurityOf(ctx: RuleContext): NamespacePodSecurity {
+  const settings = ctx.settings.securityContext;
+  return namespacePodSecurity(ctx.namespace?.labels ?? {}, {
+    level: settings.defaultLevel,
+    version: parseVersion(settings.defaultVersion) ?? "latest",
+  });
+}
+
+/**
+ * The version of the cluster's own PSA: securityContext.clusterVersion, whose "latest" is the API
+ * server's version when the live view has read it (`check`, offline, keeps the newest known).
+ */
+export function clusterPolicyVersion(ctx: RuleContext): PolicyVersion {
+  const setting = ctx.settings.securityContext.clusterVersion;
+  const version = setting === "latest" ? (ctx.cluster.serverVersion ?? setting) : setting;
+  return parseVersion(version) ?? "latest";
+}
+
+/**
+ * The level with the policy version PSA evaluates for it on this cluster: "latest" and any newer
+ * version are the newest PSA knows, which is the API server's own (clusterPolicyVersion).
+ */
+export function evaluated(level: LevelVersion, ctx: RuleContext): LevelVersion {
+  const newest = policyMinor(clusterPolicyVersion(ctx));
+  return { level: level.level, version: Math.min(policyMinor(level.version), newest) };
+}
+
+/**
+ * The enforce level's forbidden checks (denied), then the warn and audit levels' that are not
+ * already said (warnings: PSA never denies for them); every rule none of them evaluated, skipped.
+ */
+function judgeLevels(
+  template: PodTemplateRef,
+  policy: NamespacePodSecurity,
+  ctx: RuleContext,
+): { violations: RuleViolation[]; skipped: { rule: string; reason: string }[] } {
+  const violations: RuleViolation[] = [];
+  const evaluatedIds = new Set<string>();
+  const judged: LevelVersion[] = [];
+  for (const mode of ["enforce", "warn", "audit"] as const) {
+    const level = policy[mode];
+    if (judged.some(j => sameLevel(j, level))) continue;
+    judged.push(level);
+    const { version } = evaluated(level, ctx);
+    for (const check of checksFor(level.level, version)) evaluatedIds.add(check.id);
+    for (const outcome of evaluatePod(template, level.level, version)) {
+      if (outcome.allowed || violations.some(v => v.rule === outcome.id)) continue;
+      violations.push(toViolation(outcome, level, mode));
+    }
+  }
+  const enforce = policy.enforce;
+  const skipped = ALL_CHECK_IDS.filter(id => !evaluatedIds.has(id)).map(rule => ({
+    rule,
+    reason: `not evaluated at Pod Security ${describeLevel(enforce)}, the level namespace ${ctx.namespaceName} enforces (a check of another level, or one a restricted check replaces)`,
+  }));
+  return { violations, skipped };
+}
+
+/** Whether the fixes of this policy changed this pod (its trace) or this workload's copy. */
+function fixedHere(target: PodTarget): boolean {
+  if (target.fixed) return [...target.fixed].some(f => f.startsWith(`${CAPABILITY}/`));
+  return !!recordedFixes({ metadata: target.template.metadata }).get(CAPABILITY)?.length;
+}
+
+/** The note naming the level the fixes filled to (the trace's rules say what was filled). */
+function levelNote(target: PodTarget, enforce: LevelVersion): string {
+  const what = target.isTemplate ? "its pods will be fixed" : "fixed";
+  return formatNote(
+    CAPABILITY,
+    `${what} to Pod Security ${enforce.level} (${formatVersion(enforce.version)})`,
+  );
+}
+
+/** A warning for each Pod Security label PSA would not parse, with what is used instead. */
+function labelWarnings(policy: NamespacePodSecurity, ctx: RuleContext): string[] {
+  const ns = ctx.namespaceName;
+  return policy.problems.map(p =>
+    formatNote(
+      CAPABILITY,
+      `namespace ${ns} has ${p.label}=${JSON.stringify(p.value.slice(0, 63))}, which is not one of ${p.expected}: ${p.used} is used, as Pod Security Admission does. Fix: kubectl label namespace ${ns} ${p.label}=<${p.expected}> --overwrite`,
+    ),
+  );
+}
 
 /** The namespace's label when it names a valid choice, else the setting. */
 function readOnlyRootOf(ctx: RuleContext): "off" | "fill" {

@@ -19,6 +19,8 @@ export const NS_KEYS = {
   readOnlyRoot: "admission-guard.dev/read-only-root-filesystem",
   /** Object annotation: what admission-guard changed, one capability/rule a line. */
   fixed: "admission-guard.dev/fixed",
+  /** Object annotation: the Pod Security level and version security-context fixed to ("baseline:v1.30"). */
+  podSecurityFixed: "admission-guard.dev/pod-security-fixed",
   /** Object annotation: fixes that failed, {capability: reason} (the validating webhook denies with them). */
   fixFailed: "admission-guard.dev/fix-failed",
 } as const;

@@ -15,6 +15,10 @@ const dnsName = z
   .max(253);
 const absolutePath = z.string().regex(/^\/[^\0]*$/, "must be an absolute path");
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
+/** A Pod Security policy version, as the enforce-version label writes it. */
+const policyVersion = z
+  .string()
+  .regex(/^(latest|v1\.(0|[1-9][0-9]{0,8}))$/, 'must be "latest" or "v1.N", e.g. v1.30');
 
 /** A namespace name (RFC 1123 label), as the API server accepts it. */
 const namespaceName = z
@@ -89,6 +93,21 @@ export const SettingsSchema = z
          * (rule image-user: rebuild with a numeric USER, or set runAsUser yourself).
          */
         rootImages: z.enum(["warn", "deny"]).default("warn"),
+        /**
+         * The Pod Security level of a namespace without the pod-security.kubernetes.io/enforce
+         * label. "restricted" is the hardening choice; a cluster whose AdmissionConfiguration gives
+         * Pod Security Admission another default (baseline, privileged) should mirror it here.
+         */
+        defaultLevel: z.enum(["privileged", "baseline", "restricted"]).default("restricted"),
+        /** The policy version of such a namespace: "latest" or "v1.N" (as enforce-version). */
+        defaultVersion: policyVersion.default("latest"),
+        /**
+         * The API server's own Kubernetes version ("v1.32"), or "latest": Pod Security Admission
+         * evaluates "latest" and any newer version as its own. "latest" is the version the
+         * controller reads from the API server's /version at start (offline, in `check`: the
+         * newest policy the module knows, v1.37); set it where that read is not wanted.
+         */
+        clusterVersion: policyVersion.default("latest"),
       })
       .prefault({}),
     webhooks: z

@@ -235,7 +235,7 @@ describe("Events on the pods the module fixed", () => {
     });
     expect(event.reason).toBe("AdmissionGuardFixed");
     expect(event.message).toBe(
-      "admission-guard fixed security-context: runAsNonRoot, seccompProfile (Pod Security Standards restricted: fills unset securityContext fields, denies what cannot be fixed)",
+      "admission-guard fixed security-context: runAsNonRoot, seccompProfile (Pod Security Standards restricted, or the level the namespace's pod-security.kubernetes.io/enforce label sets: fills unset securityContext fields, denies what cannot be fixed)",
     );
     expect(events().filter(e => e.involvedObject.name === "trainer-ok")).toHaveLength(1);
     expect(events().filter(e => e.involvedObject.name === "trainer-old")).toEqual([]);

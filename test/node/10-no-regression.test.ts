@@ -5,7 +5,13 @@
 // module; and an image that can run as a non-root user runs with the module wherever it ran before.
 // An image that cannot (it writes where only its build user may) is told so at admission, with the
 // fix, and fails only on that write.
+//
+// Where the namespace asks for less than restricted (issue 27), the module asks no more: in a
+// namespace enforcing Pod Security "baseline", and in an unlabelled one with
+// securityContext.defaultLevel "privileged" (a second controller, those settings), every shape
+// that Succeeds with no policy Succeeds with the module, unfixed.
 import { applyObjects, connect, namespace, useModule } from "../cluster/support/cluster";
+import { installModule, type InstalledModule } from "../cluster/support/module";
 import { SHAPES, SHAPE_USERS, type Shape } from "./support/shapes";
 import {
   describeOutcome,
@@ -23,17 +29,35 @@ const guard = useModule(cluster, { env: nodeModuleEnv(registry) });
 
 const OPEN = "node-open";
 const RESTRICTED = "node-restricted";
+const BASELINE = "node-baseline";
 
-type Column = "open" | "minimal" | "bare" | "open+module" | "minimal+module" | "bare+module";
+type Column =
+  | "open"
+  | "minimal"
+  | "bare"
+  | "baseline"
+  | "open+module"
+  | "minimal+module"
+  | "bare+module"
+  | "open+privileged-default"
+  | "baseline+module";
 const COLUMNS: Record<Column, string> = {
   open: "no policy, as built",
   minimal: "restricted, PSA's fields only",
   bare: "restricted, no securityContext",
+  baseline: "baseline, as built",
   "open+module": "no policy, as built, with module",
   "minimal+module": "restricted, PSA's fields only, with module",
   "bare+module": "restricted, no securityContext, with module",
+  "open+privileged-default":
+    "no policy (unlabelled), as built, with module, securityContext.defaultLevel privileged",
+  "baseline+module": "baseline, as built, with module",
 };
 const WITH_MODULE: Column[] = ["open+module", "minimal+module", "bare+module"];
+/** The columns where the namespace's own level asks for less than restricted. */
+const AT_NAMESPACE_LEVEL: Column[] = ["open+privileged-default", "baseline+module"];
+const namespaceOf = (column: Column) =>
+  column.startsWith("open") ? OPEN : column.startsWith("baseline") ? BASELINE : RESTRICTED;
 const outcomes = new Map<string, Outcome>();
 const warnings = new Map<string, string[]>();
 const key = (shape: Shape, column: Column) => `${shape}/${column}`;
@@ -46,7 +70,7 @@ async function run(columns: Column[]) {
       key: key(shape, column),
       pod: probePod({
         name: podName(shape, column),
-        namespace: column.startsWith("open") ? OPEN : RESTRICTED,
+        namespace: namespaceOf(column),
         registry,
         shape,
         securityContext: column.startsWith("minimal") ? "minimal" : "none",
@@ -67,6 +91,7 @@ beforeAll(async () => {
   await applyObjects(cluster, [
     namespace(OPEN),
     namespace(RESTRICTED, { "pod-security.kubernetes.io/enforce": "restricted" }),
+    namespace(BASELINE, { "pod-security.kubernetes.io/enforce": "baseline" }),
   ]);
 });
 
@@ -87,7 +112,7 @@ afterAll(() => {
 });
 
 describe("Kubernetes alone", () => {
-  beforeAll(() => run(["open", "minimal", "bare"]), 180_000);
+  beforeAll(() => run(["open", "minimal", "bare", "baseline"]), 180_000);
 
   test("every image shape runs as built where no policy applies", () => {
     for (const shape of SHAPES)
@@ -108,6 +133,11 @@ describe("Kubernetes alone", () => {
       reason: "CreateContainerConfigError",
       message: expect.stringContaining("non-numeric user (ml)"),
     });
+  });
+
+  test("baseline: every image shape runs as built (Pod Security baseline asks nothing of them)", () => {
+    for (const shape of SHAPES)
+      expect([shape, outcome(shape, "baseline")]).toEqual([shape, { kind: "Succeeded" }]);
   });
 
   test("restricted without a securityContext: Pod Security refuses every pod", () => {
@@ -161,5 +191,43 @@ describe("with admission-guard", () => {
   });
 });
 
+describe("with admission-guard, at the level the namespace enforces", () => {
+  let atDefaultPrivileged: InstalledModule | undefined;
+  beforeAll(async () => {
+    // One controller at a time (the webhook configurations have one name): the file's own
+    // goes, one with securityContext.defaultLevel privileged comes.
+    await guard.module?.uninstall();
+    guard.module = undefined;
+    atDefaultPrivileged = await installModule(cluster.admin, cluster.caPem, {
+      env: {
+        ...nodeModuleEnv(registry),
+        ADMISSION_GUARD_SECURITY_CONTEXT_DEFAULT_LEVEL: "privileged",
+      },
+    });
+    await run(AT_NAMESPACE_LEVEL);
+  }, 240_000);
+  afterAll(() => atDefaultPrivileged?.uninstall());
+
+  test("no regression: every shape that Succeeds with no policy Succeeds there, unfixed", () => {
+    const succeededAlone = SHAPES.filter(s => outcome(s, "open").kind === "Succeeded");
+    expect(succeededAlone).toEqual([...SHAPES]);
+    for (const shape of succeededAlone)
+      for (const column of AT_NAMESPACE_LEVEL) {
+        expect([shape, column, outcome(shape, column)]).toEqual([
+          shape,
+          column,
+          { kind: "Succeeded" },
+        ]);
+        // Nothing of restricted imposed: no fix, no word about the image's user.
+        const said = (warnings.get(podName(shape, column)) ?? []).join("\n");
+        expect([shape, column, said]).toEqual([
+          shape,
+          column,
+          expect.not.stringContaining("admission-guard/security-context"),
+        ]);
+      }
+  });
+});
+
 // The node is shared by the files that follow.
-afterAll(() => removeNamespaces(cluster, [OPEN, RESTRICTED]), 60_000);
+afterAll(() => removeNamespaces(cluster, [OPEN, RESTRICTED, BASELINE]), 60_000);

@@ -38,6 +38,7 @@ import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { applyPatch, deepClone, type Operation } from "fast-json-patch";
+import { LATEST_POLICY_MINOR } from "../../capabilities/security-context/checks";
 import { parse as parseYaml } from "yaml";
 import type { KubeObject } from "../../lib/pod";
 import { RbacIndex, RBAC_KINDS } from "../../lib/rbac";
@@ -514,8 +515,14 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       const body = parseBody(raw, contentType);
       record.body = body;
       if (method === "GET" && url.pathname === "/healthz") return void res.end("ok");
+      // The newest Pod Security policy the module knows: the controller evaluates "latest" as
+      // the API server's version, and e2e cases (and their parity with `check`) expect it.
       if (method === "GET" && url.pathname === "/version")
-        return send(200, { major: "1", minor: "31", gitVersion: "v1.31.0-stand-in" });
+        return send(200, {
+          major: "1",
+          minor: String(LATEST_POLICY_MINOR),
+          gitVersion: `v1.${LATEST_POLICY_MINOR}.0-stand-in`,
+        });
       const r = route(url.pathname);
       if (!r) {
         const d = method === "GET" ? discovery(url.pathname) : undefined;

@@ -380,6 +380,11 @@ describe("the scan", () => {
     expect(resultsOf(report, "skip")).toEqual([
       "a security-context/privileged skip",
       "a security-context/allowPrivilegeEscalation skip",
+      // The baseline checks restricted replaces, not evaluated at restricted (issue 27).
+      "a security-context/capabilities_baseline skip",
+      "a security-context/hostPathVolumes skip",
+      "a security-context/procMount_baseline skip",
+      "a security-context/seccompProfile_baseline skip",
       // Not evaluated on a stored pod (it is in the quota's usage already): skip, not pass.
       "a resource-quota/quota-exceeded skip",
       "a resource-quota/quota-must-specify skip",

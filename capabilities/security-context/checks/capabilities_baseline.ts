@@ -11,7 +11,7 @@ import {
   securityContextOf,
   sortedUnique,
   visitContainers,
-  type PodSecurityCheck,
+  podSecurityCheck,
 } from "./helpers";
 
 export const BASELINE_CAPABILITIES = new Set([
@@ -30,23 +30,28 @@ export const BASELINE_CAPABILITIES = new Set([
   "SYS_CHROOT",
 ]);
 
-export const capabilitiesBaseline: PodSecurityCheck = {
+export const capabilitiesBaseline = podSecurityCheck({
   id: "capabilities_baseline",
   level: "baseline",
-  check(pod) {
-    const extra: string[] = [];
-    const bad = visitContainers(pod).filter(c => {
-      const added = asArray(asObject(securityContextOf(c)?.capabilities)?.add).map(String);
-      const notAllowed = added.filter(cap => !BASELINE_CAPABILITIES.has(cap));
-      extra.push(...notAllowed);
-      return notAllowed.length > 0;
-    });
-    if (!bad.length) return ALLOWED;
-    const caps = sortedUnique(extra);
-    return forbidden(
-      "non-default capabilities",
-      `${namesOf(bad)} must not include ${joinQuote(caps)} in securityContext.capabilities.add`,
-      `remove ${joinQuote(caps)} from ${fieldsOf(bad, "securityContext.capabilities.add")}`,
-    );
-  },
-};
+  versions: [
+    {
+      since: 0,
+      check(pod) {
+        const extra: string[] = [];
+        const bad = visitContainers(pod).filter(c => {
+          const added = asArray(asObject(securityContextOf(c)?.capabilities)?.add).map(String);
+          const notAllowed = added.filter(cap => !BASELINE_CAPABILITIES.has(cap));
+          extra.push(...notAllowed);
+          return notAllowed.length > 0;
+        });
+        if (!bad.length) return ALLOWED;
+        const caps = sortedUnique(extra);
+        return forbidden(
+          "non-default capabilities",
+          `${namesOf(bad)} must not include ${joinQuote(caps)} in securityContext.capabilities.add`,
+          `remove ${joinQuote(caps)} from ${fieldsOf(bad, "securityContext.capabilities.add")}`,
+        );
+      },
+    },
+  ],
+});

@@ -1,6 +1,6 @@
 // Restricted: every container drops ALL capabilities and may add back only NET_BIND_SERVICE (PSA
-// capabilities_restricted, 1.25). Pods declaring spec.os.name=windows are exempt: the API forbids
-// capabilities there. Replaces the baseline capabilities check.
+// capabilities_restricted: from 1.22; from 1.25 pods declaring spec.os.name=windows are exempt, the
+// API forbids capabilities there). Replaces the baseline capabilities check where it applies.
 import {
   ALLOWED,
   asArray,
@@ -13,46 +13,51 @@ import {
   securityContextOf,
   sortedUnique,
   visitContainers,
-  type PodSecurityCheck,
+  podSecurityCheck,
+  type CheckResult,
 } from "./helpers";
-import type { ContainerRef } from "../../../lib/pod";
+import type { ContainerRef, PodTemplateRef } from "../../../lib/pod";
 
-export const capabilitiesRestricted: PodSecurityCheck = {
+function dropAllAddOnlyNetBind(pod: PodTemplateRef): CheckResult {
+  const missingDropAll: ContainerRef[] = [];
+  const addingForbidden: ContainerRef[] = [];
+  const forbiddenCaps: string[] = [];
+  for (const c of visitContainers(pod)) {
+    const caps = asObject(securityContextOf(c)?.capabilities);
+    if (!asArray(caps?.drop).includes("ALL")) missingDropAll.push(c);
+    const extra = asArray(caps?.add)
+      .map(String)
+      .filter(cap => cap !== "NET_BIND_SERVICE");
+    if (extra.length) {
+      addingForbidden.push(c);
+      forbiddenCaps.push(...extra);
+    }
+  }
+  const details: string[] = [];
+  const fixes: string[] = [];
+  if (missingDropAll.length) {
+    details.push(`${namesOf(missingDropAll)} must set securityContext.capabilities.drop=["ALL"]`);
+    fixes.push(`add "ALL" to ${fieldsOf(missingDropAll, "securityContext.capabilities.drop")}`);
+  }
+  if (addingForbidden.length) {
+    const caps = joinQuote(sortedUnique(forbiddenCaps));
+    details.push(
+      `${namesOf(addingForbidden)} must not include ${caps} in securityContext.capabilities.add`,
+    );
+    fixes.push(
+      `remove ${caps} from ${fieldsOf(addingForbidden, "securityContext.capabilities.add")} (only NET_BIND_SERVICE may be added)`,
+    );
+  }
+  if (!details.length) return ALLOWED;
+  return forbidden("unrestricted capabilities", details.join("; "), fixes.join("; "));
+}
+
+export const capabilitiesRestricted = podSecurityCheck({
   id: "capabilities_restricted",
   level: "restricted",
   overrides: ["capabilities_baseline"],
-  check(pod) {
-    if (isWindowsPod(pod)) return ALLOWED;
-    const missingDropAll: ContainerRef[] = [];
-    const addingForbidden: ContainerRef[] = [];
-    const forbiddenCaps: string[] = [];
-    for (const c of visitContainers(pod)) {
-      const caps = asObject(securityContextOf(c)?.capabilities);
-      if (!asArray(caps?.drop).includes("ALL")) missingDropAll.push(c);
-      const extra = asArray(caps?.add)
-        .map(String)
-        .filter(cap => cap !== "NET_BIND_SERVICE");
-      if (extra.length) {
-        addingForbidden.push(c);
-        forbiddenCaps.push(...extra);
-      }
-    }
-    const details: string[] = [];
-    const fixes: string[] = [];
-    if (missingDropAll.length) {
-      details.push(`${namesOf(missingDropAll)} must set securityContext.capabilities.drop=["ALL"]`);
-      fixes.push(`add "ALL" to ${fieldsOf(missingDropAll, "securityContext.capabilities.drop")}`);
-    }
-    if (addingForbidden.length) {
-      const caps = joinQuote(sortedUnique(forbiddenCaps));
-      details.push(
-        `${namesOf(addingForbidden)} must not include ${caps} in securityContext.capabilities.add`,
-      );
-      fixes.push(
-        `remove ${caps} from ${fieldsOf(addingForbidden, "securityContext.capabilities.add")} (only NET_BIND_SERVICE may be added)`,
-      );
-    }
-    if (!details.length) return ALLOWED;
-    return forbidden("unrestricted capabilities", details.join("; "), fixes.join("; "));
-  },
-};
+  versions: [
+    { since: 22, check: dropAllAddOnlyNetBind },
+    { since: 25, check: pod => (isWindowsPod(pod) ? ALLOWED : dropAllAddOnlyNetBind(pod)) },
+  ],
+});

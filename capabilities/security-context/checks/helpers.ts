@@ -7,6 +7,7 @@
 // A value of the wrong type counts as unset (the API server would not have decoded it).
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../../lib/pod";
 
+/** The level a check belongs to (privileged has none). */
 export type Level = "baseline" | "restricted";
 
 export interface CheckResult {
@@ -19,13 +20,35 @@ export interface CheckResult {
   fix?: string;
 }
 
+/** One behaviour of a check, from a policy version on (PSA's VersionedCheck). */
+export interface VersionedCheck {
+  /** The first policy version it applies to, as the minor of v1.N. */
+  since: number;
+  check(pod: PodTemplateRef): CheckResult;
+}
+
 export interface PodSecurityCheck {
   /** PSA's check id, used as our rule name: "runAsNonRoot", "capabilities_restricted". */
   id: string;
   level: Level;
-  /** Baseline checks this restricted check replaces when the restricted level is evaluated. */
+  /** Baseline checks this restricted check replaces wherever it applies. */
   overrides?: string[];
+  /** Its behaviours, oldest first: before the first one's version the check does not exist. */
+  versions: readonly VersionedCheck[];
+  /** The newest behaviour (what `latest` evaluates). */
   check(pod: PodTemplateRef): CheckResult;
+}
+
+/** A check from its versions; `check` is the newest of them. */
+export function podSecurityCheck(def: Omit<PodSecurityCheck, "check">): PodSecurityCheck {
+  return { ...def, check: def.versions[def.versions.length - 1].check };
+}
+
+/** The check's behaviour at policy version 1.`minor`; undefined when it does not exist yet there. */
+export function behaviourAt(check: PodSecurityCheck, minor: number): VersionedCheck | undefined {
+  let found: VersionedCheck | undefined;
+  for (const v of check.versions) if (v.since <= minor) found = v;
+  return found;
 }
 
 export const ALLOWED: CheckResult = { allowed: true };
@@ -78,6 +101,9 @@ export function visitContainers(pod: PodTemplateRef): ContainerRef[] {
 export function isWindowsPod(pod: PodTemplateRef): boolean {
   return asObject(specOf(pod).os)?.name === "windows";
 }
+
+/** From this policy version (1.N) PSA relaxes some checks for a pod in its own user namespace (KEP-127). */
+export const USER_NAMESPACE_RELAXED_SINCE = 35;
 
 /** `spec.hostUsers: false`: the pod runs in its own user namespace (PSA relaxes some checks from 1.35). */
 export function isUserNamespacePod(pod: PodTemplateRef): boolean {

@@ -10,22 +10,27 @@ import {
   pluralize,
   podField,
   specOf,
-  type PodSecurityCheck,
+  podSecurityCheck,
 } from "./helpers";
 
-export const hostPathVolumes: PodSecurityCheck = {
+export const hostPathVolumes = podSecurityCheck({
   id: "hostPathVolumes",
   level: "baseline",
-  check(pod) {
-    const names = asArray(specOf(pod).volumes)
-      .map(asObject)
-      .filter(v => v && asObject(v.hostPath))
-      .map(v => asString(v!.name));
-    if (!names.length) return ALLOWED;
-    return forbidden(
-      "hostPath volumes",
-      `${pluralize("volume", "volumes", names.length)} ${joinQuote(names)}`,
-      `replace the hostPath of ${joinQuote(names)} in ${podField(pod, "volumes")} with a persistentVolumeClaim, configMap, secret or emptyDir`,
-    );
-  },
-};
+  versions: [
+    {
+      since: 0,
+      check(pod) {
+        const names = asArray(specOf(pod).volumes)
+          .map(asObject)
+          .filter(v => v && asObject(v.hostPath))
+          .map(v => asString(v!.name));
+        if (!names.length) return ALLOWED;
+        return forbidden(
+          "hostPath volumes",
+          `${pluralize("volume", "volumes", names.length)} ${joinQuote(names)}`,
+          `replace the hostPath of ${joinQuote(names)} in ${podField(pod, "volumes")} with a persistentVolumeClaim, configMap, secret or emptyDir`,
+        );
+      },
+    },
+  ],
+});

@@ -8,32 +8,37 @@ import {
   pluralize,
   sortedUnique,
   visitContainers,
-  type PodSecurityCheck,
+  podSecurityCheck,
 } from "./helpers";
 
-export const hostPorts: PodSecurityCheck = {
+export const hostPorts = podSecurityCheck({
   id: "hostPorts",
   level: "baseline",
-  check(pod) {
-    const ports: string[] = [];
-    const fields: string[] = [];
-    const bad = visitContainers(pod).filter(c => {
-      let found = false;
-      asArray((c.container as unknown as Record<string, unknown>).ports).forEach((p, i) => {
-        const hostPort = asObject(p)?.hostPort;
-        if (hostPort === undefined || hostPort === null || hostPort === 0) return;
-        found = true;
-        ports.push(String(hostPort));
-        fields.push(`${c.path}.ports[${i}].hostPort`);
-      });
-      return found;
-    });
-    if (!bad.length) return ALLOWED;
-    const list = sortedUnique(ports);
-    return forbidden(
-      "hostPort",
-      `${namesOf(bad)} ${pluralize("uses", "use", bad.length)} ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`,
-      `remove ${fields.join(", ")} (expose the port with a Service instead)`,
-    );
-  },
-};
+  versions: [
+    {
+      since: 0,
+      check(pod) {
+        const ports: string[] = [];
+        const fields: string[] = [];
+        const bad = visitContainers(pod).filter(c => {
+          let found = false;
+          asArray((c.container as unknown as Record<string, unknown>).ports).forEach((p, i) => {
+            const hostPort = asObject(p)?.hostPort;
+            if (hostPort === undefined || hostPort === null || hostPort === 0) return;
+            found = true;
+            ports.push(String(hostPort));
+            fields.push(`${c.path}.ports[${i}].hostPort`);
+          });
+          return found;
+        });
+        if (!bad.length) return ALLOWED;
+        const list = sortedUnique(ports);
+        return forbidden(
+          "hostPort",
+          `${namesOf(bad)} ${pluralize("uses", "use", bad.length)} ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`,
+          `remove ${fields.join(", ")} (expose the port with a Service instead)`,
+        );
+      },
+    },
+  ],
+});

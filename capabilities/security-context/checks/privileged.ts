@@ -6,19 +6,24 @@ import {
   namesOf,
   securityContextOf,
   visitContainers,
-  type PodSecurityCheck,
+  podSecurityCheck,
 } from "./helpers";
 
-export const privileged: PodSecurityCheck = {
+export const privileged = podSecurityCheck({
   id: "privileged",
   level: "baseline",
-  check(pod) {
-    const bad = visitContainers(pod).filter(c => securityContextOf(c)?.privileged === true);
-    if (!bad.length) return ALLOWED;
-    return forbidden(
-      "privileged",
-      `${namesOf(bad)} must not set securityContext.privileged=true`,
-      `set ${fieldsOf(bad, "securityContext.privileged")} to false (or remove it)`,
-    );
-  },
-};
+  versions: [
+    {
+      since: 0,
+      check(pod) {
+        const bad = visitContainers(pod).filter(c => securityContextOf(c)?.privileged === true);
+        if (!bad.length) return ALLOWED;
+        return forbidden(
+          "privileged",
+          `${namesOf(bad)} must not set securityContext.privileged=true`,
+          `set ${fieldsOf(bad, "securityContext.privileged")} to false (or remove it)`,
+        );
+      },
+    },
+  ],
+});

@@ -1,5 +1,6 @@
-// /proc must keep its default masks (PSA procMount_baseline and procMount_restricted, policy 1.35):
-// baseline allows any procMount in a user-namespaced pod (hostUsers: false); restricted never does.
+// /proc must keep its default masks (PSA procMount, our procMount_baseline, from 1.0; and
+// procMount_restricted from 1.35): from 1.35 baseline allows any procMount in a user-namespaced pod
+// (hostUsers: false), and restricted keeps the unconditional check in its place.
 import {
   ALLOWED,
   asString,
@@ -12,7 +13,8 @@ import {
   sortedUnique,
   visitContainers,
   type CheckResult,
-  type PodSecurityCheck,
+  podSecurityCheck,
+  USER_NAMESPACE_RELAXED_SINCE,
 } from "./helpers";
 import type { PodTemplateRef } from "../../../lib/pod";
 
@@ -32,15 +34,21 @@ function defaultProcMountOnly(pod: PodTemplateRef): CheckResult {
   );
 }
 
-export const procMountBaseline: PodSecurityCheck = {
+export const procMountBaseline = podSecurityCheck({
   id: "procMount_baseline",
   level: "baseline",
-  check: pod => (isUserNamespacePod(pod) ? ALLOWED : defaultProcMountOnly(pod)),
-};
+  versions: [
+    { since: 0, check: defaultProcMountOnly },
+    {
+      since: USER_NAMESPACE_RELAXED_SINCE,
+      check: pod => (isUserNamespacePod(pod) ? ALLOWED : defaultProcMountOnly(pod)),
+    },
+  ],
+});
 
-export const procMountRestricted: PodSecurityCheck = {
+export const procMountRestricted = podSecurityCheck({
   id: "procMount_restricted",
   level: "restricted",
   overrides: ["procMount_baseline"],
-  check: defaultProcMountOnly,
-};
+  versions: [{ since: USER_NAMESPACE_RELAXED_SINCE, check: defaultProcMountOnly }],
+});

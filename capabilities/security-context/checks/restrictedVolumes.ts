@@ -1,5 +1,9 @@
-// Restricted: only these volume types (PSA restrictedVolumes, 1.0; image volumes allowed since
-// Kubernetes 1.33). Replaces the baseline hostPathVolumes check.
+// Restricted: only these volume types (PSA restrictedVolumes, 1.0). Replaces the baseline
+// hostPathVolumes check. Image volumes are allowed by PSA from Kubernetes 1.33 on, at every policy
+// version; a v1.32 API server's PSA calls them "unknown" and denies them (the real-PSA parity table,
+// test/cluster). Here they are allowed from policy 1.33, which the level code caps at the API
+// server's version: exact on any cluster for "latest", stricter than PSA only for a namespace
+// pinned below v1.33 on a newer cluster.
 import {
   ALLOWED,
   asArray,
@@ -11,9 +15,11 @@ import {
   podField,
   sortedUnique,
   specOf,
+  podSecurityCheck,
   type PodSecurityCheck,
 } from "./helpers";
 
+/** The volume types restricted allows (at its newest version). */
 export const ALLOWED_VOLUME_TYPES = [
   "configMap",
   "csi",
@@ -28,6 +34,7 @@ export const ALLOWED_VOLUME_TYPES = [
 
 /** Volume source fields the API knows (the rest count as "unknown", as in PSA). */
 const KNOWN_VOLUME_TYPES = [
+  "image",
   "hostPath",
   "gcePersistentDisk",
   "awsElasticBlockStore",
@@ -51,16 +58,14 @@ const KNOWN_VOLUME_TYPES = [
   "storageos",
 ];
 
-export const restrictedVolumes: PodSecurityCheck = {
-  id: "restrictedVolumes",
-  level: "restricted",
-  overrides: ["hostPathVolumes"],
-  check(pod) {
+/** The check allowing only `allowed` volume types. */
+function onlyVolumeTypes(allowed: readonly string[]): PodSecurityCheck["check"] {
+  return pod => {
     const names: string[] = [];
     const types: string[] = [];
     for (const raw of asArray(specOf(pod).volumes)) {
       const volume = asObject(raw) ?? {};
-      if (ALLOWED_VOLUME_TYPES.some(t => asObject(volume[t]))) continue;
+      if (allowed.some(t => asObject(volume[t]))) continue;
       names.push(asString(volume.name));
       types.push(KNOWN_VOLUME_TYPES.find(t => asObject(volume[t])) ?? "unknown");
     }
@@ -69,7 +74,17 @@ export const restrictedVolumes: PodSecurityCheck = {
     return forbidden(
       "restricted volume types",
       `${pluralize("volume", "volumes", names.length)} ${joinQuote(names)} ${pluralize("uses", "use", names.length)} ${pluralize("restricted volume type", "restricted volume types", typeList.length)} ${joinQuote(typeList)}`,
-      `replace ${joinQuote(names)} in ${podField(pod, "volumes")} with one of ${ALLOWED_VOLUME_TYPES.join(", ")} (e.g. a persistentVolumeClaim)`,
+      `replace ${joinQuote(names)} in ${podField(pod, "volumes")} with one of ${allowed.join(", ")} (e.g. a persistentVolumeClaim)`,
     );
-  },
-};
+  };
+}
+
+export const restrictedVolumes = podSecurityCheck({
+  id: "restrictedVolumes",
+  level: "restricted",
+  overrides: ["hostPathVolumes"],
+  versions: [
+    { since: 0, check: onlyVolumeTypes(ALLOWED_VOLUME_TYPES.filter(t => t !== "image")) },
+    { since: 33, check: onlyVolumeTypes(ALLOWED_VOLUME_TYPES) },
+  ],
+});

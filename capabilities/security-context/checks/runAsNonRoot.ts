@@ -1,4 +1,4 @@
-// Restricted: containers must run as non-root (PSA runAsNonRoot, 1.35): runAsNonRoot=true at pod
+// Restricted: containers must run as non-root (PSA runAsNonRoot, 1.0): runAsNonRoot=true at pod
 // level (unless a container sets false) or on every container. Pods in their own user namespace
 // (spec.hostUsers: false) are exempt from policy 1.35 on.
 import {
@@ -11,41 +11,51 @@ import {
   podSecurityContext,
   securityContextOf,
   visitContainers,
-  type PodSecurityCheck,
+  podSecurityCheck,
+  USER_NAMESPACE_RELAXED_SINCE,
+  type CheckResult,
 } from "./helpers";
+import type { PodTemplateRef } from "../../../lib/pod";
 
-export const runAsNonRoot: PodSecurityCheck = {
+function nonRootRequired(pod: PodTemplateRef): CheckResult {
+  const podValue = podSecurityContext(pod)?.runAsNonRoot;
+  const containers = visitContainers(pod);
+  const explicitlyBad = badSetters(
+    pod,
+    podValue === false,
+    containers.filter(c => securityContextOf(c)?.runAsNonRoot === false),
+    "securityContext.runAsNonRoot",
+  );
+  if (explicitlyBad) {
+    return forbidden(
+      "runAsNonRoot != true",
+      `${explicitlyBad.who} must not set securityContext.runAsNonRoot=false`,
+      `set ${explicitlyBad.fields} to true (and run the image as a non-zero UID)`,
+    );
+  }
+  // A container that leaves it unset inherits the pod's; without a pod-level true it has none.
+  const implicitlyBad =
+    podValue === true
+      ? []
+      : containers.filter(c => typeof securityContextOf(c)?.runAsNonRoot !== "boolean");
+  if (implicitlyBad.length) {
+    return forbidden(
+      "runAsNonRoot != true",
+      `pod or ${namesOf(implicitlyBad)} must set securityContext.runAsNonRoot=true`,
+      `set ${podField(pod, "securityContext.runAsNonRoot")} to true`,
+    );
+  }
+  return ALLOWED;
+}
+
+export const runAsNonRoot = podSecurityCheck({
   id: "runAsNonRoot",
   level: "restricted",
-  check(pod) {
-    if (isUserNamespacePod(pod)) return ALLOWED;
-    const podValue = podSecurityContext(pod)?.runAsNonRoot;
-    const containers = visitContainers(pod);
-    const explicitlyBad = badSetters(
-      pod,
-      podValue === false,
-      containers.filter(c => securityContextOf(c)?.runAsNonRoot === false),
-      "securityContext.runAsNonRoot",
-    );
-    if (explicitlyBad) {
-      return forbidden(
-        "runAsNonRoot != true",
-        `${explicitlyBad.who} must not set securityContext.runAsNonRoot=false`,
-        `set ${explicitlyBad.fields} to true (and run the image as a non-zero UID)`,
-      );
-    }
-    // A container that leaves it unset inherits the pod's; without a pod-level true it has none.
-    const implicitlyBad =
-      podValue === true
-        ? []
-        : containers.filter(c => typeof securityContextOf(c)?.runAsNonRoot !== "boolean");
-    if (implicitlyBad.length) {
-      return forbidden(
-        "runAsNonRoot != true",
-        `pod or ${namesOf(implicitlyBad)} must set securityContext.runAsNonRoot=true`,
-        `set ${podField(pod, "securityContext.runAsNonRoot")} to true`,
-      );
-    }
-    return ALLOWED;
-  },
-};
+  versions: [
+    { since: 0, check: nonRootRequired },
+    {
+      since: USER_NAMESPACE_RELAXED_SINCE,
+      check: pod => (isUserNamespacePod(pod) ? ALLOWED : nonRootRequired(pod)),
+    },
+  ],
+});

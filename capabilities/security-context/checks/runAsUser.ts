@@ -1,4 +1,4 @@
-// Restricted: no container may be set to run as UID 0 (PSA runAsUser, 1.35; unset is allowed).
+// Restricted: no container may be set to run as UID 0 (PSA runAsUser, from 1.23; unset is allowed).
 // Pods in their own user namespace (spec.hostUsers: false) are exempt from policy 1.35 on.
 import {
   ALLOWED,
@@ -8,25 +8,35 @@ import {
   podSecurityContext,
   securityContextOf,
   visitContainers,
-  type PodSecurityCheck,
+  podSecurityCheck,
+  USER_NAMESPACE_RELAXED_SINCE,
+  type CheckResult,
 } from "./helpers";
+import type { PodTemplateRef } from "../../../lib/pod";
 
-export const runAsUser: PodSecurityCheck = {
+function noRootUid(pod: PodTemplateRef): CheckResult {
+  const bad = badSetters(
+    pod,
+    podSecurityContext(pod)?.runAsUser === 0,
+    visitContainers(pod).filter(c => securityContextOf(c)?.runAsUser === 0),
+    "securityContext.runAsUser",
+  );
+  if (!bad) return ALLOWED;
+  return forbidden(
+    "runAsUser=0",
+    `${bad.who} must not set runAsUser=0`,
+    `set ${bad.fields} to a non-zero UID (e.g. 1000) or remove it`,
+  );
+}
+
+export const runAsUser = podSecurityCheck({
   id: "runAsUser",
   level: "restricted",
-  check(pod) {
-    if (isUserNamespacePod(pod)) return ALLOWED;
-    const bad = badSetters(
-      pod,
-      podSecurityContext(pod)?.runAsUser === 0,
-      visitContainers(pod).filter(c => securityContextOf(c)?.runAsUser === 0),
-      "securityContext.runAsUser",
-    );
-    if (!bad) return ALLOWED;
-    return forbidden(
-      "runAsUser=0",
-      `${bad.who} must not set runAsUser=0`,
-      `set ${bad.fields} to a non-zero UID (e.g. 1000) or remove it`,
-    );
-  },
-};
+  versions: [
+    { since: 23, check: noRootUid },
+    {
+      since: USER_NAMESPACE_RELAXED_SINCE,
+      check: pod => (isUserNamespacePod(pod) ? ALLOWED : noRootUid(pod)),
+    },
+  ],
+});

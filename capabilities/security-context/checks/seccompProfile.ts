@@ -1,6 +1,7 @@
-// Seccomp (PSA seccompProfile_baseline 1.19 and seccompProfile_restricted 1.25). Baseline: a profile,
-// where set, is RuntimeDefault or Localhost. Restricted: the pod or every container must set one
-// (a container may rely on the pod's); pods declaring spec.os.name=windows are exempt.
+// Seccomp (PSA seccompProfile_baseline and seccompProfile_restricted). Baseline: a profile, where
+// set, is RuntimeDefault or Localhost (policies 1.0-1.18 read the alpha annotations instead, and
+// only them). Restricted, from 1.19: the pod or every container must set one (a container may rely
+// on the pod's); from 1.25 pods declaring spec.os.name=windows are exempt.
 import {
   ALLOWED,
   asObject,
@@ -16,7 +17,10 @@ import {
   sortedUnique,
   visitContainers,
   type CheckResult,
-  type PodSecurityCheck,
+  podSecurityCheck,
+  annotationsOf,
+  containerName,
+  pluralize,
 } from "./helpers";
 import type { ContainerRef, PodTemplateRef } from "../../../lib/pod";
 
@@ -68,31 +72,63 @@ function badValues(view: SeccompView): CheckResult {
   );
 }
 
-export const seccompProfileBaseline: PodSecurityCheck = {
+const POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod";
+const CONTAINER_ANNOTATION_PREFIX = "container.seccomp.security.alpha.kubernetes.io/";
+const validAnnotation = (v: string) =>
+  v === "runtime/default" || v === "docker/default" || v.startsWith("localhost/");
+
+/** Policies 1.0-1.18: the alpha seccomp annotations of the pod and of its containers. */
+function annotationsOnly(pod: PodTemplateRef): CheckResult {
+  const annotations = annotationsOf(pod);
+  const keys = [
+    POD_ANNOTATION,
+    ...visitContainers(pod).map(c => CONTAINER_ANNOTATION_PREFIX + containerName(c)),
+  ];
+  const bad = sortedUnique(keys.filter(k => k in annotations && !validAnnotation(annotations[k])));
+  if (!bad.length) return ALLOWED;
+  const at = pod.path ? `${pod.path}.metadata.annotations` : "metadata.annotations";
+  return forbidden(
+    "seccompProfile",
+    `forbidden ${pluralize("annotation", "annotations", bad.length)} ${bad.map(k => `${k}=${JSON.stringify(annotations[k])}`).join(", ")}`,
+    `set ${bad.map(k => `${at}["${k}"]`).join(", ")} to runtime/default (or remove it)`,
+  );
+}
+
+export const seccompProfileBaseline = podSecurityCheck({
   id: "seccompProfile_baseline",
   level: "baseline",
-  check(pod) {
-    const view = inspect(pod);
-    return view.setters.length ? badValues(view) : ALLOWED;
-  },
-};
+  versions: [
+    { since: 0, check: annotationsOnly },
+    {
+      since: 19,
+      check(pod) {
+        const view = inspect(pod);
+        return view.setters.length ? badValues(view) : ALLOWED;
+      },
+    },
+  ],
+});
 
-export const seccompProfileRestricted: PodSecurityCheck = {
+function profileRequired(pod: PodTemplateRef): CheckResult {
+  const view = inspect(pod);
+  if (view.setters.length) return badValues(view);
+  if (!view.podSet && view.unset.length) {
+    return forbidden(
+      "seccompProfile",
+      `pod or ${namesOf(view.unset)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`,
+      `set ${podField(pod, "securityContext.seccompProfile.type")} to RuntimeDefault`,
+    );
+  }
+  return ALLOWED;
+}
+
+export const seccompProfileRestricted = podSecurityCheck({
   id: "seccompProfile_restricted",
   level: "restricted",
   overrides: ["seccompProfile_baseline"],
-  check(pod) {
+  versions: [
+    { since: 19, check: profileRequired },
     // The API forbids seccompProfile on Windows pods, so PSA admits them without it.
-    if (isWindowsPod(pod)) return ALLOWED;
-    const view = inspect(pod);
-    if (view.setters.length) return badValues(view);
-    if (!view.podSet && view.unset.length) {
-      return forbidden(
-        "seccompProfile",
-        `pod or ${namesOf(view.unset)} must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost"`,
-        `set ${podField(pod, "securityContext.seccompProfile.type")} to RuntimeDefault`,
-      );
-    }
-    return ALLOWED;
-  },
-};
+    { since: 25, check: pod => (isWindowsPod(pod) ? ALLOWED : profileRequired(pod)) },
+  ],
+});

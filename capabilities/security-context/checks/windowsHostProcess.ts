@@ -8,26 +8,31 @@ import {
   securityContextOf,
   visitContainers,
   type Obj,
-  type PodSecurityCheck,
+  podSecurityCheck,
 } from "./helpers";
 
 const hostProcess = (sc: Obj | undefined) => asObject(sc?.windowsOptions)?.hostProcess === true;
 
-export const windowsHostProcess: PodSecurityCheck = {
+export const windowsHostProcess = podSecurityCheck({
   id: "windowsHostProcess",
   level: "baseline",
-  check(pod) {
-    const bad = badSetters(
-      pod,
-      hostProcess(podSecurityContext(pod)),
-      visitContainers(pod).filter(c => hostProcess(securityContextOf(c))),
-      "securityContext.windowsOptions.hostProcess",
-    );
-    if (!bad) return ALLOWED;
-    return forbidden(
-      "hostProcess",
-      `${bad.who} must not set securityContext.windowsOptions.hostProcess=true`,
-      `set ${bad.fields} to false (or remove it)`,
-    );
-  },
-};
+  versions: [
+    {
+      since: 0,
+      check(pod) {
+        const bad = badSetters(
+          pod,
+          hostProcess(podSecurityContext(pod)),
+          visitContainers(pod).filter(c => hostProcess(securityContextOf(c))),
+          "securityContext.windowsOptions.hostProcess",
+        );
+        if (!bad) return ALLOWED;
+        return forbidden(
+          "hostProcess",
+          `${bad.who} must not set securityContext.windowsOptions.hostProcess=true`,
+          `set ${bad.fields} to false (or remove it)`,
+        );
+      },
+    },
+  ],
+});

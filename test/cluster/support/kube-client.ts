@@ -21,9 +21,12 @@ export const statusMessage = (res: KubeResponse): string =>
     : "";
 
 // "299 - \"text\"": the text between the quotes, unescaped.
-function warningText(header: string): string {
-  const match = /^\d{3} \S+ "((?:[^"\\]|\\.)*)"/.exec(header);
-  return match ? match[1].replace(/\\(.)/g, "$1") : header;
+function warningTexts(header: string): string[] {
+  // Node joins repeated Warning headers into one, ", "-separated: every `299 - "text"` in it.
+  const texts = [...header.matchAll(/(?:^|,\s*)\d{3} \S+ "((?:[^"\\]|\\.)*)"/g)].map(m =>
+    m[1].replace(/\\(.)/g, "$1"),
+  );
+  return texts.length ? texts : [header];
 }
 
 export class KubeClient {
@@ -59,7 +62,9 @@ export class KubeClient {
       timeoutMs: 30_000,
     });
     const header = reply.headers.warning;
-    const warnings = (Array.isArray(header) ? header : header ? [header] : []).map(warningText);
+    const warnings = (Array.isArray(header) ? header : header ? [header] : []).flatMap(
+      warningTexts,
+    );
     return { status: reply.status, body: reply.json as KubeObject, warnings, text: reply.text };
   }
 
