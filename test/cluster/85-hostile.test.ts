@@ -44,7 +44,14 @@ const pod = (name: string, ns: string, spec: Record<string, unknown> = {}): Kube
 });
 
 beforeAll(async () => {
-  await applyObjects(cluster, [namespace(VOLUMES_NS), namespace(SAR_NS), namespace(ARMING_NS)]);
+  await applyObjects(cluster, [
+    // Pod Security restricted allows image volumes from policy 1.33 only, and this API server is
+    // 1.32: the module, following it, would refuse them at the level an unlabelled namespace
+    // gets. Baseline allows them, so the registry rules alone decide here.
+    namespace(VOLUMES_NS, { "pod-security.kubernetes.io/enforce": "baseline" }),
+    namespace(SAR_NS),
+    namespace(ARMING_NS),
+  ]);
   await guard.install();
 }, 60_000);
 

@@ -69,7 +69,9 @@ test("the build's Role grants get on exactly the named Secret, in the module's n
 test("without the Secret the private image is unknown: the pod gets the configured UID and is told", async () => {
   const result = await kubectl(cluster, ["apply", "-f", "-"], stringify(pod("before-secret")));
   expect(result.code).toBe(0);
-  expect(result.stderr).toContain("was not inspected (the token service answered HTTP 401)");
+  // The user is told a generic reason (issue 26: no registry text echoed); the log has the detail.
+  expect(result.stderr).toContain("was not inspected (the registry could not be read)");
+  expect(guard.module!.controller.logs()).toContain("the token service answered HTTP 401");
   const spec = (await cluster.admin.get(`/api/v1/namespaces/${NS}/pods/before-secret`)).body
     .spec as V1PodSpec;
   expect(spec.securityContext?.runAsUser).toBe(1000);
