@@ -28,6 +28,7 @@ export default [
       "jest.config.js",
       "jest.cluster.config.js",
       "jest.node.config.js",
+      "jest.prometheus.config.js",
       "test/cluster/support/sequencer.js",
       "test/support/quiet-pepr.js",
       "test/support/mutation-fast-check.js",

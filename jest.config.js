@@ -17,8 +17,14 @@ module.exports = {
   roots: ["<rootDir>/test"],
   testMatch: ["**/*.test.ts"],
   // The real-Kubernetes suite has its own configs (jest.cluster.config.js and, for the node tier,
-  // jest.node.config.js: npm run test:cluster).
-  testPathIgnorePatterns: ["/node_modules/", "<rootDir>/test/cluster/", "<rootDir>/test/node/"],
+  // jest.node.config.js: npm run test:cluster), and so has the Prometheus tier
+  // (jest.prometheus.config.js: npm run test:prometheus).
+  testPathIgnorePatterns: [
+    "/node_modules/",
+    "<rootDir>/test/cluster/",
+    "<rootDir>/test/node/",
+    "<rootDir>/test/prometheus/",
+  ],
   transform: {
     "^.+\\.[tj]s$": ["ts-jest", { tsconfig: "tsconfig.test.json" }],
   },

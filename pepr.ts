@@ -10,6 +10,7 @@ import { CredentialsStore } from "./lib/images/credentials";
 import { configureAdmission } from "./lib/pepr-adapter";
 import { installGracefulDrain, raiseWebhookBodyLimit } from "./lib/webhook-body-limit";
 import { installLinearClone } from "./lib/pepr-clone";
+import { installReviewMetrics, serveWithPepr } from "./lib/metrics/serve";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./lib/settings";
 import { installExemptionCrd } from "./lib/crds";
 import type { EngineDeps } from "./lib/engine";
@@ -86,6 +87,9 @@ if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limi
 // Pepr's copy of each request is quadratic in alike entries: a hostile pod's 35,000 would stall it.
 if (!building && !installLinearClone())
   Log.warn("could not replace Pepr's request copy (ramda clone)");
+// Our metrics on Pepr's /metrics, and every review timed and counted (docs/operations.md).
+if (!building && !(serveWithPepr() && installReviewMetrics()))
+  Log.warn("could not add admission-guard's metrics to Pepr's /metrics");
 // The admission pods' preStop hook drains them before Pepr closes its server (a rollout or a
 // deleted pod then refuses no request).
 if (!building && !watcher && !installGracefulDrain())

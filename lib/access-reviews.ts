@@ -10,7 +10,8 @@
 // take effect at once). The cache holds at most MAX_ANSWERS entries, the oldest dropped first:
 // namespaces × accounts × secrets must not grow the controller's memory without bound.
 import { K8s, kind } from "kubernetes-fluent-client";
-import { API_BUDGET_MS, CallSlots, describeError, withBudget } from "./api-calls";
+import { API_BUDGET_MS, CALL, CallSlots, describeError, withBudget } from "./api-calls";
+import { apiCalls, budgetExhausted, recordApiCall } from "./metrics";
 import { serviceAccountUser, type SecretAccess } from "./rbac";
 import type { Logger } from "./watched-store";
 
@@ -64,23 +65,32 @@ export class AccessReviews {
       else ask.push(secret);
     }
     let next = 0;
+    let started = 0;
     let failed = 0;
+    /** A review that started and ran out of time at the deadline. */
+    let cut = false;
     let lastError: unknown;
     const worker = async () => {
       while (next < ask.length && Date.now() < deadline) {
         const release = await slots.acquire(deadline);
         if (!release) return;
         const secret = ask[next++];
+        let begun: number | undefined;
         try {
           if (secret === undefined || Date.now() >= deadline) return;
+          started++;
+          begun = Date.now();
           const ok = await withBudget(
             this.review(namespace, serviceAccount, secret),
             deadline - Date.now(),
             `access review for ServiceAccount ${namespace}/${serviceAccount}`,
           );
+          recordApiCall(CALL.accessReview, "ok", begun);
           allowed.set(secret, ok);
           this.remember(`${namespace}/${serviceAccount}/${secret}`, ok, now);
         } catch (e) {
+          recordApiCall(CALL.accessReview, "error", begun);
+          if (Date.now() >= deadline) cut = true;
           failed++;
           lastError = e;
         } finally {
@@ -89,7 +99,10 @@ export class AccessReviews {
       }
     };
     await Promise.all(Array.from({ length: Math.min(REVIEWS_PER_REQUEST, ask.length) }, worker));
-    const notStarted = ask.length - Math.min(next, ask.length);
+    // Every review not started was left out by the deadline (the loop, a slot's wait, the check).
+    const notStarted = ask.length - started;
+    if (notStarted) apiCalls.inc({ call: CALL.accessReview, outcome: "skipped" }, notStarted);
+    if (notStarted || cut) budgetExhausted.inc({ what: "access-review" });
     if (failed || notStarted)
       this.log?.warn(
         {

@@ -5,6 +5,12 @@
 /** Longest a request may wait on the API server; the webhook timeout (package.json) is 10 s. */
 export const API_BUDGET_MS = 3000;
 
+/** The calls' names on /metrics (admission_guard_api_calls_total's `call`). */
+export const CALL = {
+  accessReview: "subjectaccessreview",
+  serviceAccountCreate: "serviceaccount-create",
+} as const;
+
 /**
  * What went wrong, said once. "fetch failed" says nothing: add the cause (ECONNREFUSED, a TLS error,
  * a timeout). kubernetes-fluent-client throws the failed response itself, not an Error:

@@ -148,20 +148,27 @@ export class LiveCluster implements ClusterView {
   /** Starts every watch and reads /version; failures are logged and retried, never thrown. */
   start(): void {
     this.firstVersionRead = this.readServerVersion();
-    for (const store of [
-      this.namespaces,
-      this.quotas,
-      this.limitRangeStore,
-      this.nodeStore,
-      this.accounts.store,
-      ...(this.exemptionStore ? [this.exemptionStore] : []),
-    ]) {
+    for (const [cache, store] of this.caches()) {
+      store.observe(cache);
       store
         .start()
         .catch(e =>
           this.log?.warn({ error: describeError(e) }, "cluster cache: watch failed to start"),
         );
     }
+  }
+
+  /** Each watch cache, with its name on /metrics (the `cache` label). */
+  caches(): [string, WatchedStore<KubernetesObject>][] {
+    const caches: [string, WatchedStore<KubernetesObject>][] = [
+      ["namespaces", this.namespaces],
+      ["quotas", this.quotas],
+      ["limitranges", this.limitRangeStore],
+      ["nodes", this.nodeStore],
+      ["serviceaccounts", this.accounts.store],
+    ];
+    if (this.exemptionStore) caches.push(["exemptions", this.exemptionStore]);
+    return caches;
   }
 
   /**

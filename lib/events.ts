@@ -10,6 +10,7 @@
 // the module's own descriptions, so a forged annotation cannot put free text in an Event signed
 // admission-guard.
 import { recordedFixes } from "./engine";
+import { fixEvents } from "./metrics";
 import type { KubeObject } from "./pod";
 import type { Policy } from "./policy";
 
@@ -177,17 +178,21 @@ export class FixEvents {
     if (!this.namespaceBudget(event.involvedObject.namespace)) {
       this.stats.throttledNamespace++;
       this.stats.dropped++;
+      fixEvents.inc({ outcome: "dropped" });
       return;
     }
     if (!this.bucket.take()) {
       this.stats.dropped++;
+      fixEvents.inc({ outcome: "dropped" });
       return;
     }
     try {
       await this.options.write(event);
       this.stats.written++;
+      fixEvents.inc({ outcome: "sent" });
     } catch (e) {
       this.stats.failed++;
+      fixEvents.inc({ outcome: "failed" });
       this.options.log?.warn(
         { pod: `${event.involvedObject.namespace}/${event.involvedObject.name}`, error: String(e) },
         "could not write the pod's Event",

@@ -5,8 +5,9 @@
 // Creating one is a server-side apply within the admission budget; pods admitted at once share it.
 import { K8s, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import type { V1ServiceAccount } from "@kubernetes/client-node";
-import { API_BUDGET_MS, describeError, withBudget } from "./api-calls";
+import { API_BUDGET_MS, CALL, describeError, withBudget } from "./api-calls";
 import type { EnsureResult } from "./cluster";
+import { recordApiCall } from "./metrics";
 import { WatchedStore, type Logger } from "./watched-store";
 
 /**
@@ -60,6 +61,7 @@ export class ServiceAccounts {
 
   private async create(namespace: string, name: string): Promise<EnsureResult> {
     const key = `${namespace}/${name}`;
+    const begun = Date.now();
     try {
       // Server-side apply: creates it when missing, leaves an existing one as it is.
       await withBudget(
@@ -76,9 +78,11 @@ export class ServiceAccounts {
         API_BUDGET_MS,
         `creating ServiceAccount ${key}`,
       );
+      recordApiCall(CALL.serviceAccountCreate, "ok", begun);
       if (!this.store.items.has(key)) this.justCreated.set(key, Date.now() + CREATED_GRACE_MS);
       return { state: "created" };
     } catch (e) {
+      recordApiCall(CALL.serviceAccountCreate, "error", begun);
       return { state: "failed", reason: describeError(e) };
     }
   }

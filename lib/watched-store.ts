@@ -6,6 +6,7 @@ import { K8s, type GenericClass, type KubernetesObject } from "kubernetes-fluent
 import type { Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
 import { WatchEvent } from "kubernetes-fluent-client/dist/fluent/watch.js";
 import { describeError } from "./api-calls";
+import { observeCache } from "./metrics";
 
 export type Logger = {
   info: (o: object, m: string) => void;
@@ -19,6 +20,10 @@ export class WatchedStore<T extends KubernetesObject> {
   synced = false;
   /** Last error of the watch, cleared by the next successful list. */
   lastError?: string;
+  /** When the last complete list ended (epoch ms); undefined before the first. */
+  lastSyncMs?: number;
+  /** The watch gave up or was aborted: the items are no longer kept up to date. */
+  stopped = false;
   /** Called after each event is applied (e.g. to act when a namespace appears). */
   readonly listeners: ((obj: T, phase: string) => void)[] = [];
   /** Called after each complete list (the first makes the store synced). */
@@ -78,9 +83,13 @@ export class WatchedStore<T extends KubernetesObject> {
     );
     watcher.events.on(WatchEvent.LIST, () => {
       this.synced = true;
+      this.stopped = false;
+      this.lastSyncMs = Date.now();
       this.lastError = undefined;
       for (const listener of this.listListeners) listener();
     });
+    for (const ev of [WatchEvent.GIVE_UP, WatchEvent.ABORT])
+      watcher.events.on(ev, () => (this.stopped = true));
     for (const ev of [WatchEvent.LIST_ERROR, WatchEvent.NETWORK_ERROR, WatchEvent.GIVE_UP]) {
       watcher.events.on(ev, (err: unknown) => {
         this.lastError = describeError(err);
@@ -88,6 +97,17 @@ export class WatchedStore<T extends KubernetesObject> {
       });
     }
     await watcher.start();
+  }
+
+  /**
+   * Its state on /metrics as `cache` (admission_guard_cache_synced and _cache_age_seconds): synced
+   * once a list completed while the watch runs, aged from its last complete list.
+   */
+  observe(cache: string): void {
+    observeCache(cache, {
+      synced: () => this.synced && !this.stopped,
+      lastSyncMs: () => this.lastSyncMs,
+    });
   }
 
   inNamespace(namespace: string): T[] {

@@ -20,7 +20,7 @@ export const WEBHOOK_BODY_LIMIT = "8mb";
 const WRAPPED = Symbol.for("admission-guard.body-limit");
 
 /** express.json; WRAPPED lists the wraps applied (a second call with the same tag changes nothing). */
-type JsonFactory = ((options?: Record<string, unknown>) => unknown) & { [WRAPPED]?: string };
+export type JsonFactory = ((options?: Record<string, unknown>) => unknown) & { [WRAPPED]?: string };
 
 /**
  * Makes every later `express.json(...)` of Pepr's express use `limit`. Idempotent. Returns false
@@ -107,7 +107,7 @@ export function installGracefulDrain(drainMs: number = DRAIN_MS): boolean {
 }
 
 /** Wraps the `json` factory of the express instance Pepr loads (once per tag). */
-function wrapPeprJson(wrap: (original: JsonFactory) => JsonFactory, tag: string): boolean {
+export function wrapPeprJson(wrap: (original: JsonFactory) => JsonFactory, tag: string): boolean {
   let express: { json?: JsonFactory };
   try {
     // Resolve express from Pepr's location, so both get the same instance.

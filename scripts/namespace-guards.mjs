@@ -16,7 +16,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import settingsModule from "../lib/settings/index.ts";
-import { chart, dist, manifest, pepr } from "./build-output.mjs";
+import { addChartValues, chart, dist, manifest, pepr } from "./build-output.mjs";
 
 const { moduleEnvironment, settingsFromEnv, SYSTEM_NAMESPACES, OWNED_BY_LABEL, NS_KEY_PREFIX } =
   settingsModule;
@@ -150,11 +150,18 @@ valuesDoc.set(
   "additionalIgnoredNamespaces",
   unique([...chartIgnored.filter(n => alwaysIgnored.includes(n)), ...settings.ignoredNamespaces]),
 );
-valuesDoc.set(
-  "namespaceKeysPolicy",
-  valuesDoc.createNode({ enabled: false, adminGroups: ADMIN_GROUPS, adminUsers: [] }),
-);
 writeFileSync(values, valuesDoc.toString());
+const names = { type: "array", items: { type: "string" } };
+addChartValues(
+  "namespaceKeysPolicy",
+  { enabled: false, adminGroups: ADMIN_GROUPS, adminUsers: [] },
+  {
+    type: "object",
+    additionalProperties: false,
+    properties: { enabled: { type: "boolean" }, adminGroups: names, adminUsers: names },
+    required: ["enabled"],
+  },
+);
 const template = name => new URL(`templates/${name}`, chart);
 writeFileSync(
   template("exemptions-namespace.yaml"),

@@ -10,7 +10,8 @@
 // A pod author chooses how many secrets a pod names (35,000 projected sources fit in 1 MB): at most
 // serviceAccount.maxSecretReviews distinct secrets are asked about per object, all roles of a
 // workload together and within one deadline; the rest are "not checked", said in a warning.
-import { API_BUDGET_MS } from "../../lib/api-calls";
+import { API_BUDGET_MS, CALL } from "../../lib/api-calls";
+import { apiCalls } from "../../lib/metrics";
 import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
 import type { PodTemplateRef } from "../../lib/pod";
 import { envName } from "../../lib/settings";
@@ -103,6 +104,8 @@ interface Asked {
   secrets: Set<string>;
   /** No review starts after it (epoch ms): the roles of a workload share it. */
   deadline: number;
+  /** Secrets the cap left out, counted once each in the metrics (made when the cap is hit). */
+  skipped?: Set<string>;
 }
 // Keyed by the judgement's context: one per object judged, shared by its roles.
 const askedIn = new WeakMap<RuleContext, Asked>();
@@ -111,19 +114,30 @@ const askedIn = new WeakMap<RuleContext, Asked>();
  * The secrets of this pod spec that may still be asked about, within the object's cap
  * (serviceAccount.maxSecretReviews distinct secrets; those asked by an earlier role count once).
  */
-function withinCap(secrets: string[], ctx: RuleContext): { asked: Asked; take: string[] } {
+function withinCap(
+  secrets: string[],
+  ctx: RuleContext,
+): { asked: Asked; take: string[]; skipped: number } {
   let asked = askedIn.get(ctx);
   if (!asked)
     askedIn.set(ctx, (asked = { secrets: new Set(), deadline: Date.now() + API_BUDGET_MS }));
   const take: string[] = [];
+  let skipped = 0;
   for (const secret of secrets) {
     if (!asked.secrets.has(secret)) {
-      if (asked.secrets.size >= ctx.settings.serviceAccount.maxSecretReviews) continue;
+      if (asked.secrets.size >= ctx.settings.serviceAccount.maxSecretReviews) {
+        const left = (asked.skipped ??= new Set());
+        if (!left.has(secret)) {
+          left.add(secret);
+          skipped++;
+        }
+        continue;
+      }
       asked.secrets.add(secret);
     }
     take.push(secret);
   }
-  return { asked, take };
+  return { asked, take, skipped };
 }
 
 /** One question per pod (ClusterView.secretAccess), one finding for all secrets it may not get. */
@@ -140,7 +154,10 @@ export async function checkSecretAccess(
   const ns = ctx.namespaceName;
   const sa = serviceAccountOf(target.template.spec);
   const what = target.isTemplate ? `the pods of ${describeObject(object)}` : describeObject(object);
-  const { asked, take: secrets } = withinCap([...refs.keys()], ctx);
+  const { asked, take: secrets, skipped } = withinCap([...refs.keys()], ctx);
+  // Reviews the cap left out, on /metrics (a snapshot makes no API calls).
+  if (skipped && ctx.cluster.source === "live")
+    apiCalls.inc({ call: CALL.accessReview, outcome: "skipped" }, skipped);
   const beyondCap = refs.size - secrets.length;
   if (beyondCap) {
     const cap = ctx.settings.serviceAccount.maxSecretReviews;

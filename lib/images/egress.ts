@@ -14,6 +14,7 @@ import { BlockList, isIP, isIPv4, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { parsePrefix } from "../image-reference";
+import { imageEgressRefused } from "../metrics";
 import type { Settings } from "../settings";
 import { bounded } from "./limits";
 
@@ -169,7 +170,8 @@ export function guardedLookup(host: string, policy: EgressPolicy): LookupFunctio
       const allowed = (addresses as unknown as dns.LookupAddress[]).filter(a =>
         addressAllowed(a.address, policy.blocked),
       );
-      if (!allowed.length)
+      if (!allowed.length) {
+        imageEgressRefused.inc();
         return callback(
           new EgressRefused(
             `${bounded(host)} resolves only to addresses the egress policy refuses`,
@@ -177,6 +179,7 @@ export function guardedLookup(host: string, policy: EgressPolicy): LookupFunctio
           "",
           0,
         );
+      }
       if (options.all) callback(null, allowed);
       else callback(null, allowed[0].address, allowed[0].family);
     });
@@ -224,7 +227,10 @@ function newTransport(policy: EgressPolicy): Transport {
     new Promise<Response>((resolve, reject) => {
       const url = new URL(target);
       const refused = refusal(url, policy);
-      if (refused) return reject(new EgressRefused(refused));
+      if (refused) {
+        imageEgressRefused.inc();
+        return reject(new EgressRefused(refused));
+      }
       const listed = policy.listed.has(url.host.toLowerCase());
       const request = (url.protocol === "https:" ? https : http).request(
         url,

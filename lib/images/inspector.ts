@@ -11,12 +11,15 @@
 // A registry that is slow, down, refuses or answers garbage makes the image "unknown": never a
 // hang, a throw or a denial by itself (the rules decide what unknown means).
 import { createHash } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { ImageRef } from "../image-reference";
+import { budgetExhausted, imageLookupDuration, imageLookups, observeImageCaches } from "../metrics";
 import type { Settings } from "../settings";
 import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";
 import { bounded, BoundedMap, MAX_CACHE_BYTES, processLimits, type LookupLimits } from "./limits";
 import {
   fetchImageConfig,
+  reasonClass,
   REASONS,
   type ImageConfig,
   type Platform,
@@ -126,6 +129,15 @@ export class ImageInspector {
     };
   }
 
+  /** Entries and bytes of each cache (the metrics read them at scrape time). */
+  cacheSizes(): Record<"configs" | "resolved" | "failures", { entries: number; bytes: number }> {
+    return {
+      configs: { entries: this.configs.size, bytes: this.configs.byteSize },
+      resolved: { entries: this.resolved.size, bytes: this.resolved.byteSize },
+      failures: { entries: this.failures.size, bytes: this.failures.byteSize },
+    };
+  }
+
   /**
    * The cached answer, with no I/O; undefined when the registry must be asked. With `own`
    * (credentials of a pod's own), what they read; else a success read without them (the admin's
@@ -159,6 +171,7 @@ export class ImageInspector {
       const own = ownKey(options.own, ref.registry);
       const hit = this.cached(ref, platform, own);
       if (hit) {
+        imageLookups.inc({ outcome: "hit" });
         answers.set(ref.normalised, hit);
         continue;
       }
@@ -184,9 +197,11 @@ export class ImageInspector {
     clearTimeout(timer);
     // A copy: lookups still running must not change the answer given.
     const given = new Map(answers);
-    if (!done)
+    if (!done) {
+      budgetExhausted.inc({ what: "image-lookup" });
       for (const [image, answer] of given)
         if (answer.state === "unknown" && answer.reason === "pending") given.set(image, late);
+    }
     return given;
   }
 
@@ -196,8 +211,12 @@ export class ImageInspector {
     const running = this.inflight.get(key);
     if (running) return running;
     // Past the cap, unknown at once (and not remembered: it says nothing of the image).
-    if (!this.limits.tryStart()) return Promise.resolve({ state: "unknown", reason: REASONS.busy });
+    if (!this.limits.tryStart()) {
+      imageLookups.inc({ outcome: "busy" });
+      return Promise.resolve({ state: "unknown", reason: REASONS.busy });
+    }
     const started = (async (): Promise<ImageLookup> => {
+      const begun = performance.now();
       const result = await fetchImageConfig(ref, platform, {
         plainHttp: this.plainHttp,
         egress: this.egress,
@@ -206,6 +225,8 @@ export class ImageInspector {
         fetch: this.options.fetch,
         signal: AbortSignal.timeout(this.options.lookupTimeoutMs ?? 10_000),
       });
+      imageLookupDuration.observe((performance.now() - begun) / 1000);
+      imageLookups.inc({ outcome: result.ok ? "fetched" : reasonClass(result.reason) });
       const now = this.now();
       if (!result.ok) {
         // Under the credential source's key: a tenant's wrong secret fails for that tenant only.
@@ -240,7 +261,7 @@ export function imageInspectorFor(
   log?: { warn: (fields: object, message: string) => void },
   credentials?: (registry: string) => RegistryCredentials | undefined,
 ): ImageInspector {
-  return new ImageInspector({
+  const inspector = new ImageInspector({
     plainHttp: settings.images.plainHttp,
     egress: egressPolicyOf(settings),
     budgetMs: settings.images.budgetMs,
@@ -248,4 +269,7 @@ export function imageInspectorFor(
     onFailure: (image, detail) =>
       log?.warn({ image, detail }, `image config not read (the image counts as unknown): ${image}`),
   });
+  // The process's inspector: its caches' sizes are on /metrics.
+  observeImageCaches(() => inspector.cacheSizes());
+  return inspector;
 }

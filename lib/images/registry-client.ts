@@ -69,6 +69,12 @@ export const REASONS = {
   busy: "the module is reading too many images at once; it was not read",
 } as const;
 
+const REASON_CLASSES = new Map<string, string>(Object.entries(REASONS).map(([k, v]) => [v, k]));
+/** A failed lookup's reason as the metrics count it: its key in REASONS, else "other". */
+export function reasonClass(reason: string): string {
+  return REASON_CLASSES.get(reason) ?? "other";
+}
+
 const MEDIA = {
   ociIndex: "application/vnd.oci.image.index.v1+json",
   dockerList: "application/vnd.docker.distribution.manifest.list.v2+json",

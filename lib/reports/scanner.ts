@@ -18,6 +18,7 @@ import { isPod, isWorkload, type KubeObject } from "../pod";
 import { kindsInForce } from "../workload-kinds/in-force";
 import { groupOf } from "../workload-kinds/kind-spec";
 import { isIgnoredNamespace } from "../settings";
+import { observeWatcherQueue, recordJudged, reportLag, reportWrites } from "../metrics";
 import {
   buildReport,
   objectResults,
@@ -64,6 +65,11 @@ interface Entry {
   /** A digest of what the rules read (labels, annotations, spec): equal means not judged again. */
   digest: string;
   results?: ObjectResults;
+  /**
+   * When the earliest change of its results that no written report shows yet was first seen
+   * (epoch ms): the report lag is measured from it.
+   */
+  seen?: number;
 }
 
 /** What is kept of an object: enough to judge it again (a namespace label or an Exemption changed). */
@@ -113,11 +119,12 @@ export class ReportScanner {
   private readonly objects = new Map<string, Map<string, Entry>>();
   /**
    * What waits to be judged, one item per object ("namespace\0key"): a version received from the
-   * watch (the latest replaces the one before), or a kept entry to judge again.
+   * watch (the latest replaces the one before), or a kept entry to judge again; `since` is when
+   * the change was first seen (epoch ms), kept when a newer version replaces a waiting one.
    */
   private readonly toJudge = new Map<
     string,
-    { namespace: string; received?: KubeObject; entry?: Entry }
+    { namespace: string; received?: KubeObject; entry?: Entry; since: number }
   >();
   private judging?: Promise<void>;
 
@@ -135,7 +142,9 @@ export class ReportScanner {
     private readonly deps: () => EngineDeps,
     private readonly store: ReportStore,
     private readonly options: ScannerOptions,
-  ) {}
+  ) {
+    observeWatcherQueue(() => this.toJudge.size);
+  }
 
   /** Whether the scan reports on this object at all: running Pods and the workloads people write. */
   private reportable(obj: KubeObject): boolean {
@@ -161,12 +170,14 @@ export class ReportScanner {
     }
     // Nothing else here: Pepr hands over a whole list at once, in one synchronous loop.
     const namespace = received.metadata!.namespace!;
-    this.toJudge.set(`${namespace}\0${keyOf(received)}`, { namespace, received });
+    const id = `${namespace}\0${keyOf(received)}`;
+    const since = this.toJudge.get(id)?.since ?? Date.now();
+    this.toJudge.set(id, { namespace, received, since });
     return this.startJudging();
   }
 
   /** A received version: kept, and judged unless what the rules read is unchanged. */
-  private async receive(namespace: string, received: KubeObject): Promise<void> {
+  private async receive(namespace: string, received: KubeObject, since: number): Promise<void> {
     const obj = kept(received);
     const digest = digestOf(obj);
     let inNs = this.objects.get(namespace);
@@ -178,9 +189,9 @@ export class ReportScanner {
       this.stats.unchanged++;
       return;
     }
-    const entry: Entry = { obj, digest, results: before?.results };
+    const entry: Entry = { obj, digest, results: before?.results, seen: before?.seen };
     inNs.set(key, entry);
-    await this.judge(namespace, entry);
+    await this.judge(namespace, entry, since);
   }
 
   /** A Pod or workload went (or no longer runs). */
@@ -191,13 +202,15 @@ export class ReportScanner {
     if (this.objects.get(namespace)?.delete(key)) this.schedule(namespace);
   }
 
-  /** Judges every object of these namespaces (all: undefined) again. */
-  rejudge(namespaces?: Iterable<string>): Promise<void> {
+  /** Judges every object of these namespaces (all: undefined) again; `since`: when the cause was seen. */
+  rejudge(namespaces?: Iterable<string>, since = Date.now()): Promise<void> {
     for (const namespace of namespaces ?? [...this.objects.keys()])
       for (const [key, entry] of this.objects.get(namespace) ?? []) {
         const id = `${namespace}\0${key}`;
+        const waiting = this.toJudge.get(id);
         // A newer version waiting is judged anyway.
-        if (!this.toJudge.get(id)?.received) this.toJudge.set(id, { namespace, entry });
+        if (!waiting?.received)
+          this.toJudge.set(id, { namespace, entry, since: waiting?.since ?? since });
       }
     return this.startJudging();
   }
@@ -215,13 +228,15 @@ export class ReportScanner {
     else if (this.objects.has(namespace)) this.rejudgeNamespaces.add(namespace);
     else return;
     if (this.rejudgeTimer) return;
+    // The first change of a burst is when its objects' change was seen.
+    const since = Date.now();
     this.rejudgeTimer = setTimeout(() => {
       this.rejudgeTimer = undefined;
       const some = [...this.rejudgeNamespaces];
       const all = this.rejudgeAll;
       this.rejudgeAll = false;
       this.rejudgeNamespaces.clear();
-      void this.rejudge(all ? undefined : some);
+      void this.rejudge(all ? undefined : some, since);
     }, this.options.debounceMs ?? 2000);
     this.rejudgeTimer.unref?.();
   }
@@ -234,11 +249,11 @@ export class ReportScanner {
   private async judgeWaiting(): Promise<void> {
     let sliceStart = performance.now();
     while (this.toJudge.size) {
-      const [id, { namespace, received, entry }] = this.toJudge.entries().next().value!;
+      const [id, { namespace, received, entry, since }] = this.toJudge.entries().next().value!;
       this.toJudge.delete(id);
       try {
-        if (received) await this.receive(namespace, received);
-        else if (entry) await this.judge(namespace, entry);
+        if (received) await this.receive(namespace, received, since);
+        else if (entry) await this.judge(namespace, entry, since);
       } catch (e) {
         this.options.log?.warn(
           {
@@ -256,11 +271,12 @@ export class ReportScanner {
     }
   }
 
-  private async judge(namespace: string, entry: Entry): Promise<void> {
+  private async judge(namespace: string, entry: Entry, since: number): Promise<void> {
     // Replaced or forgotten while it waited: the newer version is judged instead (or none).
     if (this.objects.get(namespace)?.get(keyOf(entry.obj)) !== entry) return;
     const deps = this.deps();
     this.stats.judged++;
+    recordJudged(entry.obj.kind);
     let results: ObjectResults | undefined;
     if (!isIgnoredNamespace(namespace, deps.settings)) {
       const request = { object: entry.obj, operation: "CREATE" as const, dryRun: true, scan: true };
@@ -269,7 +285,10 @@ export class ReportScanner {
     }
     const changed = results ? !sameResults(entry.results, results) : !!entry.results;
     entry.results = results;
-    if (changed) this.schedule(namespace);
+    if (changed) {
+      entry.seen ??= since;
+      this.schedule(namespace);
+    }
   }
 
   /** A namespace's report must be written: after the debounce, and the interval since its last write. */
@@ -314,9 +333,25 @@ export class ReportScanner {
     return buildReport(namespace, results, this.options.maxResults, seconds);
   }
 
-  /** Writes a namespace's report if it changed, or removes it when there is nothing to report. */
+  /** The changes of a namespace's objects the report about to be written shows: taken off them. */
+  private takeSeen(namespace: string): [string, number][] {
+    const shown: [string, number][] = [];
+    for (const [key, entry] of this.objects.get(namespace) ?? [])
+      if (entry.seen !== undefined) {
+        shown.push([key, entry.seen]);
+        entry.seen = undefined;
+      }
+    return shown;
+  }
+
+  /**
+   * Writes a namespace's report if it changed, or removes it when there is nothing to report. On
+   * /metrics each write or removal is a report write (ok, or error when the flush failed), and each
+   * change it shows a report lag.
+   */
   private async flush(namespace: string): Promise<void> {
     this.flushing.add(namespace);
+    let shown: [string, number][] = [];
     try {
       // Objects still waiting to be judged (the first list of a large cluster): the report waits
       // for them, within bounds, instead of being written half done and again an interval later.
@@ -328,6 +363,8 @@ export class ReportScanner {
         this.written.set(namespace, stored ? contentDigest(stored) : "");
       }
       const report = this.reportOf(namespace);
+      // Taken with the report built (a change judged during the write waits for the next one).
+      shown = this.takeSeen(namespace);
       const content = report ? contentDigest(report) : "";
       if (content === this.written.get(namespace)) {
         this.stats.unchangedReports++;
@@ -342,8 +379,17 @@ export class ReportScanner {
         if (!this.objects.get(namespace)?.size) this.objects.delete(namespace);
       }
       this.written.set(namespace, content);
+      reportWrites.inc({ outcome: "ok" });
+      const now = Date.now();
+      for (const [, seen] of shown) reportLag.observe(Math.max(0, now - seen) / 1000);
     } catch (e) {
       this.stats.failures++;
+      reportWrites.inc({ outcome: "error" });
+      // The changes it would have shown wait for the next write (their first sighting kept).
+      for (const [key, seen] of shown) {
+        const entry = this.objects.get(namespace)?.get(key);
+        if (entry) entry.seen = Math.min(entry.seen ?? seen, seen);
+      }
       // Forget what is stored: the next try reads it again, after the interval.
       this.written.delete(namespace);
       this.dirty.add(namespace);

@@ -6,10 +6,12 @@
 // admission-guard.dev/disarm=true is set to Ignore and left so (lib/webhooks/arming.ts).
 import { K8s, kind } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, describeError, withBudget } from "../api-calls";
+import { webhookArming, webhookFailClosed } from "../metrics";
 import type { Logger } from "../watched-store";
 import {
   anyEndpointReady,
   armingPatch,
+  failsClosed,
   isDisarmed,
   nextStep,
   servicesCalled,
@@ -25,6 +27,11 @@ export const WEBHOOK_KINDS = [
   "ValidatingWebhookConfiguration",
 ] as const;
 type WebhookKind = (typeof WEBHOOK_KINDS)[number];
+/** Each kind's `webhook` label on /metrics. */
+const WEBHOOK_LABEL = {
+  MutatingWebhookConfiguration: { webhook: "mutating" },
+  ValidatingWebhookConfiguration: { webhook: "validating" },
+} as const;
 
 /** What the arming asks of the API server (the live one below; tests give their own). */
 export interface ArmingApi {
@@ -111,6 +118,9 @@ export class WebhookArming {
         withBudget(this.api.get(k, name), API_BUDGET_MS, `reading ${k} ${name}`),
       ),
     );
+    // What this replica reads is on /metrics (an absent configuration fails closed for nothing).
+    for (const [i, k] of WEBHOOK_KINDS.entries())
+      webhookFailClosed.set(WEBHOOK_LABEL[k], configs[i] && failsClosed(configs[i]) ? 1 : 0);
     // The Services' endpoints are read only while a configuration waits to be armed.
     const readyNow = new Set<string>();
     for (const config of configs) {
@@ -145,17 +155,22 @@ export class WebhookArming {
           API_BUDGET_MS,
           `patching ${k} ${name}`,
         );
+        webhookFailClosed.set(WEBHOOK_LABEL[k], wanted === "Fail" ? 1 : 0);
+        webhookArming.inc({ action: "arm" });
         // warn: the deployed controller logs at warn, and an operator needs to see this change.
         this.say(k, "warn", `${k} ${name} armed: failurePolicy ${wanted}`);
       } else if (step.state === "armed") {
         this.said.set(k, "armed");
       } else if (step.state === "disarmed") {
-        if (step.patch)
+        if (step.patch) {
           await withBudget(
             this.api.patch(k, name, step.patch),
             API_BUDGET_MS,
             `patching ${k} ${name}`,
           );
+          webhookFailClosed.set(WEBHOOK_LABEL[k], 0);
+          webhookArming.inc({ action: "disarm" });
+        }
         this.say(
           k,
           "warn",

@@ -83,6 +83,15 @@ export function armingPatch(
   return rv ? [{ op: "test", path: "/metadata/resourceVersion", value: rv }, ...ops] : ops;
 }
 
+/**
+ * Whether the configuration fails closed: it has webhooks and every one's failurePolicy is Fail
+ * (the API server's default when unset).
+ */
+export function failsClosed(config: WebhookConfiguration): boolean {
+  const webhooks = config.webhooks ?? [];
+  return webhooks.length > 0 && webhooks.every(w => (w.failurePolicy ?? "Fail") === "Fail");
+}
+
 /** Whether an admin disarmed the configuration (DISARM_ANNOTATION "true"). */
 export function isDisarmed(config: WebhookConfiguration): boolean {
   return config.metadata?.annotations?.[DISARM_ANNOTATION]?.trim().toLowerCase() === "true";

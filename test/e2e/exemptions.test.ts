@@ -90,7 +90,7 @@ describe("an exempted privileged pod", () => {
     );
     const metrics = (await env.controller.get("/metrics")).body;
     expect(metrics).toMatch(
-      /admission_guard_decisions\{capability="security-context",rule="privileged",outcome="exempted"\} [1-9]/,
+      /admission_guard_decisions_total\{capability="security-context",rule="privileged",outcome="exempted"\} [1-9]/,
     );
     // The log line may reach the pipe a moment after the response.
     await eventually(() =>
