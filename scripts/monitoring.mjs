@@ -169,6 +169,19 @@ const dashboardMap = labels => ({
   kind: "ConfigMap",
   metadata: { name: DASHBOARD_NAME, namespace: NAMESPACE, labels },
 });
+// As the chart's own (Pepr's admission.serviceMonitor / watcher.serviceMonitor), for kubectl users:
+// the job is then the Service's name, which AdmissionGuardNoReadyReplica reads.
+const serviceMonitor = controller => ({
+  apiVersion: "monitoring.coreos.com/v1",
+  kind: "ServiceMonitor",
+  metadata: { name: `admission-guard-${controller}`, namespace: NAMESPACE, labels: APP_LABELS },
+  spec: {
+    selector: { matchLabels: { "pepr.dev/controller": controller } },
+    namespaceSelector: { matchNames: [NAMESPACE] },
+    // Pepr's self-signed serving certificate: TLS without verification, as Pepr's chart does.
+    endpoints: [{ targetPort: 3000, scheme: "https", tlsConfig: { insecureSkipVerify: true } }],
+  },
+});
 const dashboardJson = JSON.stringify(dashboard, null, 2);
 const yaml = value => stringify(value, { lineWidth: 0 });
 // The rules' spec and the ConfigMap's data: the same text in dist/ and the chart.
@@ -180,9 +193,12 @@ writeFileSync(
   `# Opt-in (kubectl apply -f): admission-guard's alerts as a PrometheusRule (the Prometheus
 # operator's CRD; add the labels your Prometheus' ruleSelector asks for) and its Grafana dashboard
 # as a ConfigMap for Grafana's dashboard sidecar (label grafana_dashboard: "1"). The Helm chart has
-# both behind monitoring.prometheusRule.enabled and monitoring.dashboard.enabled.
+# both behind monitoring.prometheusRule.enabled and monitoring.dashboard.enabled, and ServiceMonitors
+# like these behind admission.serviceMonitor.enabled and watcher.serviceMonitor.enabled.
 ${yaml(prometheusRule(APP_LABELS))}${ruleSpec}---
-${yaml(dashboardMap({ ...APP_LABELS, grafana_dashboard: "1" }))}${dashboardData}`,
+${yaml(dashboardMap({ ...APP_LABELS, grafana_dashboard: "1" }))}${dashboardData}---
+${yaml(serviceMonitor("admission"))}---
+${yaml(serviceMonitor("watcher"))}`,
 );
 
 // ---- the Helm chart ----

@@ -245,6 +245,27 @@ describe("the alerts", () => {
     const map = monitoring().find(o => o.kind === "ConfigMap")!;
     expect(map.metadata.labels).toMatchObject({ grafana_dashboard: "1" });
   });
+
+  it("has a ServiceMonitor per controller, selecting the Service the manifest writes", () => {
+    const manifest = yamlObjects(read(DIST, `pepr-module-${UUID}.yaml`));
+    const monitors = monitoring().filter(o => o.kind === "ServiceMonitor");
+    expect(monitors).toHaveLength(2);
+    for (const monitor of monitors) {
+      const spec = monitor.spec as unknown as {
+        selector: { matchLabels: Record<string, string> };
+        endpoints: { targetPort: number; scheme: string }[];
+      };
+      const selected = manifest.filter(
+        o =>
+          o.kind === "Service" &&
+          Object.entries(spec.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v),
+      );
+      expect(selected).toHaveLength(1);
+      expect(spec.endpoints).toEqual([
+        expect.objectContaining({ targetPort: 3000, scheme: "https" }),
+      ]);
+    }
+  });
 });
 
 /**
