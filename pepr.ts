@@ -19,7 +19,7 @@ import { WebhookArming } from "./lib/webhooks/arm-live";
 import { LiveReportStore, writeEvent } from "./lib/reports/live-store";
 import { ReportScanner } from "./lib/reports/scanner";
 import { configureBackground } from "./lib/reports/watcher";
-import { WorkloadKindWatches } from "./lib/reports/workload-kind-watch";
+import { ScanWatches, watchIgnoredNamespaces, whenListed } from "./lib/reports/scan-watches";
 import { kindsInForce } from "./lib/workload-kinds/in-force";
 
 // `pepr build` loads this module to read its bindings (see moduleEnvironment for where settings
@@ -118,26 +118,35 @@ if (!building && !watcher)
 /** The watcher's report scan and fix Events, each off when its setting says so. */
 function backgroundFor(deps: EngineDeps) {
   const { reports, events } = deps.settings;
+  // Pods and workloads listed (paged) and watched by the module itself, none kept: Pepr's Watch
+  // bindings keep every object whole (lib/reports/scan-watches.ts).
+  const watches = new ScanWatches({
+    workloadKinds: kindsInForce(deps.settings.workloads),
+    ignoredNamespaces: watchIgnoredNamespaces(cfg.pepr),
+    log: Log,
+  });
   const scanner = reports.enabled
     ? new ReportScanner(() => deps, new LiveReportStore(), {
         intervalMs: reports.intervalSeconds * 1000,
         maxResults: reports.maxResults,
+        // Judging again reads the objects again: the scan keeps none.
+        relist: watches.relist,
+        log: Log,
+      })
+    : undefined;
+  const fixEvents = events.enabled
+    ? new FixEvents({
+        perSecond: events.perSecond,
+        perNamespacePerSecond: events.perNamespacePerSecond,
+        write: writeEvent,
+        policies: () => deps.policies,
+        instance: process.env.HOSTNAME,
         log: Log,
       })
     : undefined;
   if (scanner) {
-    // The ML kinds (and the platform's own) are watched by the module itself, each once its CRD
-    // is served: a Pepr Watch binding on a CRD the cluster lacks would stop the watcher.
-    new WorkloadKindWatches({
-      kinds: kindsInForce(deps.settings.workloads),
-      onObject: (obj, phase) =>
-        phase === "DELETED"
-          ? scanner.forget(obj)
-          : void scanner.observe(obj).catch(e => Log.warn({ error: String(e) }, "scan failed")),
-      log: Log,
-    }).start();
-    // What the objects are judged with changed: a namespace's labels, an Exemption, a cache synced.
-    cluster.namespaces.listeners.push(ns => scanner.rejudgeSoon(ns.metadata?.name ?? ""));
+    // What the objects are judged with changed: an Exemption, a cache that listed (again). A
+    // namespace's labels: capabilities/reports' Namespace binding (lib/reports/watcher.ts).
     cluster.exemptionStore?.listeners.push(() => scanner.rejudgeSoon());
     for (const store of [
       cluster.namespaces,
@@ -147,17 +156,9 @@ function backgroundFor(deps: EngineDeps) {
     ])
       store?.listListeners.push(() => scanner.rejudgeSoon());
   }
-  return {
-    scanner,
-    events: events.enabled
-      ? new FixEvents({
-          perSecond: events.perSecond,
-          perNamespacePerSecond: events.perNamespacePerSecond,
-          write: writeEvent,
-          policies: () => deps.policies,
-          instance: process.env.HOSTNAME,
-          log: Log,
-        })
-      : undefined,
-  };
+  // Watched once the caches the objects are judged with have listed (15 s at most): a start
+  // judges each object once, not again as each cache lists.
+  const caches = scanner ? cluster.caches().map(([, store]) => store) : [];
+  void whenListed(caches, 15_000).then(() => watches.start({ scanner, events: fixEvents }));
+  return { scanner, events: fixEvents };
 }

@@ -58,6 +58,14 @@ import { settingsFromEnv } from "../lib/settings";
 import { REPO_ROOT, startWatcher, type Controller } from "../test/support/controller";
 import { startStandIn, type StandInApi } from "../test/support/stand-in-api";
 import { cpuSeconds, memoryMb, pidOnPort } from "./proc";
+import {
+  clusterOf,
+  limitRangeObject,
+  namespaceObject,
+  nodeObject,
+  resourceQuotaObject,
+  serviceAccountObject,
+} from "./cluster-objects";
 
 const args = new Set(process.argv.slice(2));
 for (const a of args) if (a !== "--quick") throw new Error(`unknown argument ${a}`);
@@ -84,332 +92,21 @@ const gc = runInNewContext("gc") as () => void;
 // ---------------------------------------------------------------------------------------------
 // The cluster
 
-const nsName = (n: number) => `team-${String(n).padStart(2, "0")}`;
-const uidOf = (prefix: string, i: number) =>
-  `${prefix}-0000-4000-8000-${i.toString(16).padStart(12, "0")}`;
-const HOUR_AGO = new Date(Date.now() - 3600_000).toISOString();
-
-type Shape = "fixed" | "privileged" | "registry" | "unfixed";
-/** 70% fixed, 10% each violation. */
-const shapeOf = (i: number): Shape =>
-  (
-    [
-      "fixed",
-      "fixed",
-      "fixed",
-      "fixed",
-      "fixed",
-      "fixed",
-      "fixed",
-      "privileged",
-      "registry",
-      "unfixed",
-    ] as const
-  )[Math.floor(i / NAMESPACES) % 10];
+// The objects are bench/cluster-objects.ts's (shared with bench/scale.ts).
+const { nsName, nodeName, shapeOf, makePod, statusUpdate } = clusterOf({
+  namespaces: NAMESPACES,
+  nodes: NODES,
+});
 
 function clusterObjects(): KubeObject[] {
   const objects: KubeObject[] = [];
   for (let n = 0; n < NAMESPACES; n++) {
     const name = nsName(n);
-    const mode = n % 5 === 1 ? "audit" : n % 5 === 2 ? "warn" : undefined;
-    objects.push({
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: {
-        name,
-        uid: uidOf("0000000a", n),
-        labels: {
-          "kubernetes.io/metadata.name": name,
-          "app.kubernetes.io/part-of": "ml-platform",
-          ...(mode ? { "admission-guard.dev/mode": mode } : {}),
-        },
-      },
-      spec: { finalizers: ["kubernetes"] },
-      status: { phase: "Active" },
-    });
-    objects.push({
-      apiVersion: "v1",
-      kind: "ServiceAccount",
-      metadata: {
-        name: "workload",
-        namespace: name,
-        labels: { "app.kubernetes.io/managed-by": "admission-guard" },
-      },
-    });
-    if (n % 5 === 0) {
-      objects.push({
-        apiVersion: "v1",
-        kind: "ResourceQuota",
-        metadata: { name: "compute", namespace: name },
-        spec: { hard: { "requests.cpu": "400", "requests.memory": "1600Gi", pods: "500" } },
-        status: {
-          hard: { "requests.cpu": "400", "requests.memory": "1600Gi", pods: "500" },
-          used: { "requests.cpu": "110", "requests.memory": "220Gi", pods: "200" },
-        },
-      });
-      objects.push({
-        apiVersion: "v1",
-        kind: "LimitRange",
-        metadata: { name: "defaults", namespace: name },
-        spec: {
-          limits: [
-            {
-              type: "Container",
-              default: { cpu: "1", memory: "1Gi" },
-              defaultRequest: { cpu: "250m", memory: "512Mi" },
-            },
-          ],
-        },
-      });
-    }
+    objects.push(namespaceObject(name, n), serviceAccountObject(name, "workload"));
+    if (n % 5 === 0) objects.push(resourceQuotaObject(name), limitRangeObject(name));
   }
-  for (let n = 0; n < NODES; n++) {
-    const name = `node-${String(n).padStart(2, "0")}`;
-    const gpu = n % 4 === 0;
-    objects.push({
-      apiVersion: "v1",
-      kind: "Node",
-      metadata: {
-        name,
-        uid: uidOf("0000000b", n),
-        labels: {
-          "kubernetes.io/hostname": name,
-          "kubernetes.io/os": "linux",
-          "kubernetes.io/arch": "amd64",
-          "node.kubernetes.io/instance-type": gpu ? "g5.12xlarge" : "m6i.16xlarge",
-          "topology.kubernetes.io/zone": `eu-west-1${"abc"[n % 3]}`,
-          ...(gpu ? { "nvidia.com/gpu.present": "true" } : {}),
-        },
-      },
-      spec: { podCIDR: `10.244.${n}.0/24` },
-      status: {
-        capacity: {
-          cpu: "64",
-          memory: "256Gi",
-          pods: "750",
-          ...(gpu ? { "nvidia.com/gpu": "4" } : {}),
-        },
-        allocatable: {
-          cpu: "63500m",
-          memory: "250Gi",
-          pods: "750",
-          ...(gpu ? { "nvidia.com/gpu": "4" } : {}),
-        },
-        conditions: [{ type: "Ready", status: "True" }],
-      },
-    });
-  }
+  for (let n = 0; n < NODES; n++) objects.push(nodeObject(nodeName(n), n));
   return objects;
-}
-
-/** A Running pod as the API server stores it: pod `i` of namespace i % 50, shaped by `shape`. */
-function makePod(i: number, shape: Shape = shapeOf(i), generation = 0): KubeObject {
-  const namespace = nsName(i % NAMESPACES);
-  const app = `model-${Math.floor(i / NAMESPACES) % 20}`;
-  const suffix = (i * 2654435761 + generation * 97).toString(36).slice(-5).padStart(5, "x");
-  const name = `${app}-5d8f7c9b4${generation ? `-r${generation}` : ""}-${suffix}`;
-  const uid = uidOf(generation ? `1${String(generation).padStart(7, "0")}` : "00000001", i);
-  const node = `node-${String(i % NODES).padStart(2, "0")}`;
-  const restricted = shape !== "unfixed" && shape !== "privileged";
-  const image =
-    shape === "registry" ? "docker.io/library/python:3.11-slim" : `ghcr.io/org/${app}:1.4.2`;
-  const containerSecurity = restricted
-    ? {
-        allowPrivilegeEscalation: false,
-        capabilities: { drop: ["ALL"] },
-        readOnlyRootFilesystem: true,
-      }
-    : shape === "privileged"
-      ? { privileged: true }
-      : undefined;
-  const created = generation ? new Date().toISOString() : HOUR_AGO;
-  const container = (c: string, img: string, cpu: string, memory: string) => ({
-    name: c,
-    image: img,
-    imagePullPolicy: "IfNotPresent",
-    args: ["--config", "/etc/model/config.yaml", "--port", "8080"],
-    env: [
-      { name: "MODEL_NAME", value: app },
-      { name: "LOG_LEVEL", value: "info" },
-      { name: "OMP_NUM_THREADS", value: "4" },
-      { name: "MLFLOW_TRACKING_URI", value: "http://mlflow.mlflow.svc:5000" },
-      {
-        name: "POD_NAME",
-        valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } },
-      },
-      {
-        name: "POD_NAMESPACE",
-        valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } },
-      },
-    ],
-    ports: [{ name: "http", containerPort: 8080, protocol: "TCP" }],
-    resources: { requests: { cpu, memory }, limits: { cpu, memory } },
-    readinessProbe: {
-      httpGet: { path: "/ready", port: 8080, scheme: "HTTP" },
-      periodSeconds: 10,
-      timeoutSeconds: 1,
-      successThreshold: 1,
-      failureThreshold: 3,
-    },
-    volumeMounts: [
-      { name: "config", mountPath: "/etc/model", readOnly: true },
-      { name: "tmp", mountPath: "/tmp" },
-    ],
-    terminationMessagePath: "/dev/termination-log",
-    terminationMessagePolicy: "File",
-    ...(containerSecurity ? { securityContext: containerSecurity } : {}),
-  });
-  const time = HOUR_AGO;
-  // The client's types say Date; the wire (and the stand-in) say an RFC 3339 string.
-  const stamp = time as unknown as Date;
-  return {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: {
-      name,
-      generateName: `${app}-5d8f7c9b4-`,
-      namespace,
-      uid,
-      creationTimestamp: created as unknown as Date,
-      labels: {
-        app,
-        "app.kubernetes.io/name": app,
-        "app.kubernetes.io/component": "inference",
-        "app.kubernetes.io/part-of": "ml-platform",
-        "app.kubernetes.io/version": "1.4.2",
-        "pod-template-hash": "5d8f7c9b4",
-      },
-      annotations: {
-        "prometheus.io/scrape": "true",
-        "prometheus.io/port": "8080",
-        ...(restricted
-          ? {
-              "admission-guard.dev/fixed":
-                "security-context/runAsNonRoot,security-context/seccompProfile",
-            }
-          : {}),
-      },
-      ownerReferences: [
-        {
-          apiVersion: "apps/v1",
-          kind: "ReplicaSet",
-          name: `${app}-5d8f7c9b4`,
-          uid: uidOf("0000000c", i % 1000),
-          controller: true,
-          blockOwnerDeletion: true,
-        },
-      ],
-      managedFields: [
-        {
-          manager: "kube-controller-manager",
-          operation: "Update",
-          apiVersion: "v1",
-          time: stamp,
-          fieldsType: "FieldsV1",
-          fieldsV1: {
-            "f:metadata": { "f:generateName": {}, "f:labels": { ".": {}, "f:app": {} } },
-            "f:spec": { "f:containers": { 'k:{"name":"serve"}': { ".": {}, "f:image": {} } } },
-          },
-        },
-        {
-          manager: "kubelet",
-          operation: "Update",
-          apiVersion: "v1",
-          time: stamp,
-          fieldsType: "FieldsV1",
-          fieldsV1: {
-            "f:status": { "f:conditions": {}, "f:containerStatuses": {}, "f:phase": {} },
-          },
-          subresource: "status",
-        },
-      ],
-    },
-    spec: {
-      ...(restricted
-        ? {
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: 1000,
-              seccompProfile: { type: "RuntimeDefault" },
-            },
-          }
-        : { securityContext: {} }),
-      serviceAccountName: shape === "unfixed" ? "default" : "workload",
-      serviceAccount: shape === "unfixed" ? "default" : "workload",
-      automountServiceAccountToken: false,
-      containers: [
-        container("serve", image, "2", "4Gi"),
-        container("metrics", "ghcr.io/org/exporter:0.9.1", "100m", "128Mi"),
-      ],
-      volumes: [
-        { name: "config", configMap: { name: `${app}-config`, defaultMode: 420 } },
-        { name: "tmp", emptyDir: {} },
-      ],
-      nodeName: node,
-      restartPolicy: "Always",
-      terminationGracePeriodSeconds: 30,
-      dnsPolicy: "ClusterFirst",
-      schedulerName: "default-scheduler",
-      enableServiceLinks: true,
-      preemptionPolicy: "PreemptLowerPriority",
-      priority: 0,
-      tolerations: [
-        {
-          key: "node.kubernetes.io/not-ready",
-          operator: "Exists",
-          effect: "NoExecute",
-          tolerationSeconds: 300,
-        },
-        {
-          key: "node.kubernetes.io/unreachable",
-          operator: "Exists",
-          effect: "NoExecute",
-          tolerationSeconds: 300,
-        },
-      ],
-    },
-    status: podStatus(i, time, 0),
-  };
-}
-
-function podStatus(i: number, time: string, restarts: number) {
-  const ip = `10.244.${i % NODES}.${(i % 250) + 2}`;
-  return {
-    phase: "Running",
-    conditions: [
-      "PodReadyToStartContainers",
-      "Initialized",
-      "Ready",
-      "ContainersReady",
-      "PodScheduled",
-    ].map(type => ({ type, status: "True", lastProbeTime: null, lastTransitionTime: time })),
-    hostIP: `192.168.0.${(i % NODES) + 10}`,
-    hostIPs: [{ ip: `192.168.0.${(i % NODES) + 10}` }],
-    podIP: ip,
-    podIPs: [{ ip }],
-    startTime: HOUR_AGO,
-    qosClass: "Guaranteed",
-    containerStatuses: ["serve", "metrics"].map(name => ({
-      name,
-      ready: true,
-      started: true,
-      restartCount: restarts,
-      image: `ghcr.io/org/${name}:1`,
-      imageID: `ghcr.io/org/${name}@sha256:${"0123456789abcdef".repeat(4)}`,
-      containerID: `containerd://${(i * 31 + name.length).toString(16).padStart(64, "0")}`,
-      state: { running: { startedAt: time } },
-      lastState: {},
-    })),
-  };
-}
-
-/** The same pod after a status update: a probe flipped, a restart counted, a new resourceVersion. */
-function statusUpdate(pod: KubeObject, i: number): KubeObject {
-  return {
-    ...pod,
-    metadata: { ...pod.metadata, resourceVersion: String(100_000 + i) },
-    status: podStatus(i, new Date().toISOString(), 1),
-  };
 }
 
 // ---------------------------------------------------------------------------------------------

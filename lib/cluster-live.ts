@@ -5,13 +5,20 @@
 // (access-reviews.ts) — each bounded by API_BUDGET_MS (api-calls.ts), well under the webhook
 // timeout.
 //
-// Staleness: a watch event reaches the cache typically within milliseconds; kubernetes-fluent-client
-// re-lists every 10 minutes and reconnects on errors. Before the first list completes, a kind has
-// "no data" (undefined), which rules treat as "not checked", never as "none exist".
+// Staleness: a watch event reaches the cache typically within milliseconds; a watch that breaks
+// resumes from its last resourceVersion, and lists again (paged) only when that is gone (410).
+// Before the first list completes, a kind has "no data" (undefined), which rules treat as "not
+// checked", never as "none exist".
+//
+// Memory: each cache keeps of an object only what its readers read (the projections below, applied
+// as each object arrives), so the process grows with the cluster by a few hundred bytes per node,
+// not by the ~13 KB of a GPU node's images, conditions and managed fields.
 import { GenericKind, K8s, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import type {
   V1LimitRange,
   V1Node,
+  V1NodeSystemInfo,
+  V1ObjectMeta,
   V1ResourceQuota,
   V1ServiceAccount,
 } from "@kubernetes/client-node";
@@ -100,6 +107,91 @@ const MAX_PULL_SECRETS_CACHED = 1000;
 const MAX_REGISTRIES_PER_SECRET = 16;
 const MAX_CREDENTIAL_BYTES = 16 * 1024;
 
+// ---- What each cache keeps of an object (the rest is dropped as it arrives) ----
+
+/** kubectl apply's copy of the whole object: read by no rule. */
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/** The object without its undefined fields (a reduced object holds no empty slots). */
+function defined<T extends object>(obj: T): T {
+  for (const k of Object.keys(obj) as (keyof T)[]) if (obj[k] === undefined) delete obj[k];
+  return obj;
+}
+
+/** Annotations without kubectl's last-applied copy; undefined when none are left. */
+function annotationsAsRead(
+  annotations: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  if (!annotations || !(LAST_APPLIED in annotations)) return annotations;
+  const rest = { ...annotations };
+  delete rest[LAST_APPLIED];
+  return Object.keys(rest).length ? rest : undefined;
+}
+
+/**
+ * Nodes: node fit (capabilities/resource-quota: node-classes, scheduler-filters) reads name,
+ * labels, taints, unschedulable and allocatable; image-user.ts reads status.nodeInfo.architecture.
+ */
+export function nodeAsRead(node: V1Node & KubernetesObject): V1Node & KubernetesObject {
+  const { metadata, spec, status } = node;
+  const nodeInfo = status?.nodeInfo;
+  return defined({
+    apiVersion: node.apiVersion,
+    kind: node.kind,
+    metadata: defined({
+      name: metadata?.name,
+      labels: metadata?.labels,
+      resourceVersion: metadata?.resourceVersion,
+    }),
+    spec: spec && defined({ taints: spec.taints, unschedulable: spec.unschedulable }),
+    status:
+      status &&
+      defined({
+        allocatable: status.allocatable,
+        nodeInfo:
+          nodeInfo &&
+          (defined({
+            architecture: nodeInfo.architecture,
+            operatingSystem: nodeInfo.operatingSystem,
+          }) as V1NodeSystemInfo),
+      }),
+  });
+}
+
+/**
+ * Namespaces: namespaceInfoOf (every rule's mode, labels, annotations), the exemptions' ownership
+ * label, onNamespaceEvent (creationTimestamp, status.phase Terminating), the reports (name).
+ */
+export function namespaceAsRead(ns: KubernetesObject): KubernetesObject {
+  const { metadata } = ns;
+  const phase = (ns as { status?: { phase?: string } }).status?.phase;
+  return defined({
+    apiVersion: ns.apiVersion,
+    kind: ns.kind,
+    metadata: defined({
+      name: metadata?.name,
+      uid: metadata?.uid,
+      labels: metadata?.labels,
+      annotations: annotationsAsRead(metadata?.annotations),
+      creationTimestamp: metadata?.creationTimestamp,
+      resourceVersion: metadata?.resourceVersion,
+    }),
+    ...(phase !== undefined && { status: { phase } }),
+  });
+}
+
+/**
+ * Quotas, LimitRanges, Exemptions: their rules (quota.ts, limit-range defaults, exemptions.ts) read
+ * spec and status and the metadata's identity; managed fields and kubectl's last-applied copy go.
+ */
+export function withoutBookkeeping<T extends KubernetesObject>(obj: T): T {
+  const metadata = obj.metadata as V1ObjectMeta | undefined;
+  if (!metadata?.managedFields && !metadata?.annotations?.[LAST_APPLIED]) return obj;
+  const kept: V1ObjectMeta = { ...metadata, annotations: annotationsAsRead(metadata.annotations) };
+  delete kept.managedFields;
+  return { ...obj, metadata: defined(kept) };
+}
+
 /** How long a request waits for the namespace watch's first list before reading its namespace. */
 export const NAMESPACE_WAIT_MS = 1000;
 
@@ -124,7 +216,7 @@ export class LiveCluster implements ClusterView {
     private readonly log?: Logger,
     private readonly options: LiveClusterOptions = {},
   ) {
-    this.namespaces = new WatchedStore(kind.Namespace, "namespaces", log);
+    this.namespaces = new WatchedStore(kind.Namespace, "namespaces", log, namespaceAsRead);
     this.namespaces.listeners.push((ns, phase) => this.onNamespaceEvent(ns as KubeObject, phase));
     this.namespacesListed = new Promise(listed =>
       this.namespaces.listListeners.push(() => {
@@ -132,13 +224,18 @@ export class LiveCluster implements ClusterView {
         listed();
       }),
     );
-    this.quotas = new WatchedStore(kind.ResourceQuota, "resourcequotas", log);
-    this.limitRangeStore = new WatchedStore(kind.LimitRange, "limitranges", log);
-    this.nodeStore = new WatchedStore(kind.Node, "nodes", log);
+    this.quotas = new WatchedStore(kind.ResourceQuota, "resourcequotas", log, withoutBookkeeping);
+    this.limitRangeStore = new WatchedStore(
+      kind.LimitRange,
+      "limitranges",
+      log,
+      withoutBookkeeping,
+    );
+    this.nodeStore = new WatchedStore(kind.Node, "nodes", log, nodeAsRead);
     this.accounts = new ServiceAccounts(log);
     // Only the exemptions namespace is watched: an Exemption anywhere else never counts.
     if (options.exemptionsNamespace)
-      this.exemptionStore = new WatchedStore(GenericKind, "exemptions", log, undefined, {
+      this.exemptionStore = new WatchedStore(GenericKind, "exemptions", log, withoutBookkeeping, {
         kindOverride: EXEMPTION_GVK,
         namespace: options.exemptionsNamespace,
       });
@@ -156,6 +253,11 @@ export class LiveCluster implements ClusterView {
           this.log?.warn({ error: describeError(e) }, "cluster cache: watch failed to start"),
         );
     }
+  }
+
+  /** Ends every watch (tests; the caches keep what they hold). */
+  stop(): void {
+    for (const [, store] of this.caches()) store.stop();
   }
 
   /** Each watch cache, with its name on /metrics (the `cache` label). */

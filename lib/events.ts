@@ -142,8 +142,11 @@ export interface FixEventsOptions {
   log?: { warn: (o: object, m: string) => void };
 }
 
-/** Pods already given their Event, kept for the last this many (a watcher re-lists, a pod is MODIFIED). */
-const REMEMBERED = 20_000;
+/**
+ * Pods already given their Event, kept for the last this many (a watcher re-lists, a pod is
+ * MODIFIED): the one thing kept per pod, bounded whatever the cluster's size (~1.5 MB).
+ */
+export const REMEMBERED = 20_000;
 /** Namespaces whose budget is kept, the most recently used; one forgotten starts again full. */
 export const NAMESPACE_BUCKETS = 5_000;
 

@@ -16,6 +16,13 @@ import { WatchedStore, type Logger } from "./watched-store";
  */
 export const CREATED_GRACE_MS = 10_000;
 
+/** ServiceAccounts: get() and ensure() read whether one exists, by namespace and name: nothing else kept. */
+export function accountAsRead(
+  sa: V1ServiceAccount & KubernetesObject,
+): V1ServiceAccount & KubernetesObject {
+  return { metadata: { namespace: sa.metadata?.namespace, name: sa.metadata?.name } };
+}
+
 export class ServiceAccounts {
   readonly store: WatchedStore<V1ServiceAccount & KubernetesObject>;
   /** Accounts this process created that the watch has not shown yet: "ns/name" → until. */
@@ -24,9 +31,7 @@ export class ServiceAccounts {
   private readonly creating = new Map<string, Promise<EnsureResult>>();
 
   constructor(log?: Logger) {
-    this.store = new WatchedStore(kind.ServiceAccount, "serviceaccounts", log, sa => ({
-      metadata: { namespace: sa.metadata?.namespace, name: sa.metadata?.name },
-    }));
+    this.store = new WatchedStore(kind.ServiceAccount, "serviceaccounts", log, accountAsRead);
     // Once the watch shows an account (or its deletion), the watch is what counts.
     this.store.listeners.push(sa => this.justCreated.delete(WatchedStore.key(sa)));
   }

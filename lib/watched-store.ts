@@ -1,11 +1,16 @@
 // A cache of one kind of object, kept up to date by a watch in the admission process itself
-// (kubernetes-fluent-client: list, then watch; re-lists and reconnects on errors). Before the first
-// list completes it has no data (`synced` false): readers treat that as "not checked", never as
-// "none exist".
-import { K8s, type GenericClass, type KubernetesObject } from "kubernetes-fluent-client";
+// (list-watch.ts: a paged list, then a watch from its resourceVersion; reconnects on errors, lists
+// again on 410 Gone). Each object is reduced by `keep` as it arrives: the cache holds what its
+// readers read, never the list or the whole object. Before the first list completes it has no data
+// (`synced` false): readers treat that as "not checked", never as "none exist".
+//
+// Events to listeners are those kubernetes-fluent-client's Watcher gave: a listed object is
+// "ADDED" when new to the cache, "MODIFIED" when held with another resourceVersion (unchanged:
+// no event), and what a (re)list no longer shows is "DELETED" once that list completed.
+import type { GenericClass, KubernetesObject } from "kubernetes-fluent-client";
 import type { Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
-import { WatchEvent } from "kubernetes-fluent-client/dist/fluent/watch.js";
 import { describeError } from "./api-calls";
+import { ListWatch, type ListWatchOptions, type ListWatchPhase } from "./list-watch";
 import { observeCache } from "./metrics";
 
 export type Logger = {
@@ -22,7 +27,7 @@ export class WatchedStore<T extends KubernetesObject> {
   lastError?: string;
   /** When the last complete list ended (epoch ms); undefined before the first. */
   lastSyncMs?: number;
-  /** The watch gave up or was aborted: the items are no longer kept up to date. */
+  /** stop() was called: the items are no longer kept up to date. */
   stopped = false;
   /** Called after each event is applied (e.g. to act when a namespace appears). */
   readonly listeners: ((obj: T, phase: string) => void)[] = [];
@@ -37,7 +42,13 @@ export class WatchedStore<T extends KubernetesObject> {
     private readonly keep: (obj: T) => T = obj => obj,
     /** A custom kind (kindOverride) or one namespace only. */
     private readonly filters?: Filters,
+    /** Page size, watch timeout, retry delays (tests make them small). */
+    private readonly listWatchOptions: Omit<ListWatchOptions, "filters"> = {},
   ) {}
+
+  private listWatch?: ListWatch<T>;
+  /** Keys listed since the (re)list in progress began; undefined between lists. */
+  private listed?: Set<string>;
 
   static key(obj: { metadata?: { namespace?: string; name?: string } }): string {
     return `${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
@@ -74,38 +85,61 @@ export class WatchedStore<T extends KubernetesObject> {
     return (this.everything ??= [...this.items.values()]);
   }
 
+  /** Lists, then watches until stop(); resolves once the first list completed (or on stop). */
   async start(): Promise<void> {
-    const watcher = K8s<GenericClass, T>(this.model, this.filters).Watch(
-      (obj, phase) => this.apply(obj, phase),
+    this.listWatch ??= new ListWatch<T>(
+      this.model,
       {
-        resyncDelaySec: 2,
+        onListStart: () => void (this.listed = new Set()),
+        onObject: (obj, phase) => this.receive(obj, phase),
+        onListEnd: () => this.listEnded(),
+        onError: err => {
+          this.lastError = describeError(err);
+          this.log?.warn({ what: this.what, error: this.lastError }, "cluster cache: watch error");
+        },
       },
+      { ...this.listWatchOptions, filters: this.filters },
     );
-    watcher.events.on(WatchEvent.LIST, () => {
-      this.synced = true;
-      this.stopped = false;
-      this.lastSyncMs = Date.now();
-      this.lastError = undefined;
-      for (const listener of this.listListeners) listener();
-    });
-    for (const ev of [WatchEvent.GIVE_UP, WatchEvent.ABORT])
-      watcher.events.on(ev, () => (this.stopped = true));
-    for (const ev of [WatchEvent.LIST_ERROR, WatchEvent.NETWORK_ERROR, WatchEvent.GIVE_UP]) {
-      watcher.events.on(ev, (err: unknown) => {
-        this.lastError = describeError(err);
-        this.log?.warn({ what: this.what, error: this.lastError }, "cluster cache: watch error");
-      });
-    }
-    await watcher.start();
+    await this.listWatch.start();
+  }
+
+  /** Ends the watch (tests, shutdown): the items stay as they are, no longer kept up to date. */
+  stop(): void {
+    this.stopped = true;
+    this.listWatch?.stop();
+  }
+
+  /** A listed object is an ADDED (new) or a MODIFIED (changed) event, as the Watcher gave them. */
+  private receive(obj: T, phase: ListWatchPhase): void {
+    if (phase !== "LISTED") return this.apply(obj, phase);
+    const key = WatchedStore.key(obj);
+    this.listed?.add(key);
+    const held = this.items.get(key);
+    if (!held) return this.apply(obj, "ADDED");
+    const rv = obj.metadata?.resourceVersion;
+    if (rv !== undefined && held.metadata?.resourceVersion === rv) return; // unchanged: no event
+    this.apply(obj, "MODIFIED");
+  }
+
+  /** A (re)list completed: what it did not show is gone; the store is synced. */
+  private listEnded(): void {
+    const listed = this.listed ?? new Set<string>();
+    this.listed = undefined;
+    for (const [key, held] of [...this.items]) if (!listed.has(key)) this.apply(held, "DELETED");
+    this.synced = true;
+    this.lastSyncMs = Date.now();
+    this.lastError = undefined;
+    for (const listener of this.listListeners) listener();
   }
 
   /**
    * Its state on /metrics as `cache` (admission_guard_cache_synced and _cache_age_seconds): synced
-   * once a list completed while the watch runs, aged from its last complete list.
+   * once a list completed and while its watch runs (0 from a failed list or watch until it lists or
+   * watches again), aged from its last complete list.
    */
   observe(cache: string): void {
     observeCache(cache, {
-      synced: () => this.synced && !this.stopped,
+      synced: () => this.synced && !this.stopped && (this.listWatch?.synced ?? true),
       lastSyncMs: () => this.lastSyncMs,
     });
   }

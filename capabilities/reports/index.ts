@@ -5,6 +5,11 @@
 // owners see what would be denied. A pod the module fixed gets an Event saying what and why.
 // The scan is lib/reports/scanner.ts, the report format lib/reports/policy-report.ts, the Events
 // lib/events.ts.
+//
+// Pods and workloads are not Pepr Watch bindings: each binding (kubernetes-fluent-client's Watcher)
+// keeps every object of its kind, whole, to diff its re-lists: ~33 MiB per 1,000 pods, gigabytes at
+// 100,000 (docs/bench.md). The watcher lists (in pages) and watches them itself and keeps per object
+// only what its report needs (lib/reports/scan-watches.ts, set up by pepr.ts).
 import { Capability, a } from "pepr";
 import { backgroundActions } from "../../lib/reports/watcher";
 import { backgroundBindingsWanted } from "../../lib/settings";
@@ -15,25 +20,19 @@ export const Reports = new Capability({
   description: "PolicyReports of the Pods and workloads that run; an Event on each pod fixed",
 });
 const { When } = Reports;
-const { onWatchEvent } = backgroundActions();
+const { onNamespace } = backgroundActions();
 
-// The workloads people write; a Deployment's ReplicaSets and a CronJob's Jobs are judged through
-// their owner's template (the scan skips them), so their kinds are not watched at all.
-// With reports and events both off (package.json pepr.env, read when the module is built), no
-// bindings: `pepr build` then writes no watcher Deployment at all.
-const kinds = backgroundBindingsWanted(cfg.pepr.env)
-  ? [a.Pod, a.Deployment, a.StatefulSet, a.DaemonSet, a.Job, a.CronJob]
-  : [];
-for (const kind of kinds) {
+// One binding, on Namespaces (a few hundred objects, not pods): `pepr build` writes the watcher
+// Deployment, and the process that runs the scan, only for a module with a Watch binding. Its action
+// has the objects of a namespace whose labels changed judged again. With reports and events both
+// off (package.json pepr.env, read when the module is built), no binding: no watcher Deployment.
+if (backgroundBindingsWanted(cfg.pepr.env)) {
   const registered = Reports.bindings.length;
-  When(kind).IsCreatedOrUpdated().Watch(onWatchEvent);
-  // One binding per kind for every phase, deletions included. Pepr 1.1.4's When() offers a Watch
-  // no "any event" (IsCreatedOrUpdated and IsDeleted would be two bindings), and each Watch binding
-  // lists and watches on its own, keeping its own copy of every object: with 10,000 pods a second
-  // binding per kind cost the watcher ~150 MB (docs/bench.md). Pepr's own default for a binding is
-  // Event.ANY, which its watch processor maps to ADDED, MODIFIED and DELETED. (Pepr registers Watch
-  // bindings only where they run: the watcher, `pepr dev`, and `pepr build`.)
-  // (Event.ANY is "*"; Pepr's enums are not importable from the bundle, which keeps pepr external.)
+  When(a.Namespace).IsCreatedOrUpdated().Watch(onNamespace);
+  // Deletions too (a namespace gone is forgotten). Pepr 1.1.4's When() offers a Watch no "any
+  // event"; Pepr's own default for a binding is Event.ANY ("*"), which its watch processor maps to
+  // ADDED, MODIFIED and DELETED. (Pepr's enums are not importable from the bundle, which keeps pepr
+  // external.) Pepr registers Watch bindings only where they run: the watcher, `pepr dev`, `pepr build`.
   for (const binding of Reports.bindings.slice(registered))
     binding.event = "*" as typeof binding.event;
 }

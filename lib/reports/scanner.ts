@@ -1,13 +1,21 @@
-// The background scan behind the PolicyReports: Pepr's watcher hands it every Pod and workload as
-// it appears, changes and goes (capabilities/reports); it judges each with the engine — the same
-// answer() as the validating webhook, as a dry run that creates nothing — and keeps one report per
-// namespace up to date.
+// The background scan behind the PolicyReports: the watcher lists and watches every Pod and
+// workload (lib/reports/scan-watches.ts) and hands each to it as it appears, changes and goes; it
+// judges each with the engine — the same answer() as the validating webhook, as a dry run that
+// creates nothing — and keeps one report per namespace up to date.
 //
-// Bounded on both sides (measured in docs/bench.md, 10,000 pods):
-//  - judging: objects wait in a queue (the latest version of each, once) and are judged in slices
-//    of SLICE_MS, yielding between slices, so the first list of 10,000 pods never blocks the
-//    watcher's health checks and watch streams for seconds; an object whose labels, annotations
-//    and spec did not change (a status update, the most frequent event) is not judged again;
+// Its memory follows what it reports, not the objects (100,000 pods must fit the watcher's 512Mi):
+// per object it keeps its key, a digest of what was judged, its results and when their change was
+// first seen — never the object. Judging again (a namespace's labels, an Exemption, a cache changed)
+// reads the objects again through `relist` (paged lists), instead of keeping a copy of each.
+//
+// Bounded on every side (measured in docs/bench.md):
+//  - waiting: at most `maxQueued` objects wait to be judged (the latest version of each, once);
+//    offering one more waits for room, which the watches' awaited handlers pass back to their
+//    lists, so a first list of 100,000 pods holds a page and the queue, not the cluster. An object
+//    whose labels, annotations and spec did not change (a status update, the most frequent event)
+//    is dropped before it waits;
+//  - judging: in slices of SLICE_MS, yielding between slices, so a long list never blocks the
+//    watcher's health checks and watch streams for seconds;
 //  - writing: a change waits `debounceMs` for its neighbours, a namespace is written at most once
 //    per interval (a change during a write waits for the next), never when its report did not
 //    change, and a few namespaces at a time.
@@ -24,6 +32,7 @@ import {
   objectResults,
   reportContent,
   sameResults,
+  type Finding,
   type ObjectResults,
   type PolicyReport,
 } from "./policy-report";
@@ -36,6 +45,18 @@ export interface ReportStore {
   remove(namespace: string): Promise<void>;
 }
 
+/**
+ * Reads the watched objects again, those of one namespace (every namespace: undefined), each handed
+ * to onObject and awaited (pages, not the cluster at once). The watcher lists every watched kind.
+ */
+export type Relist = (
+  namespace: string | undefined,
+  onObject: (obj: KubeObject) => Promise<void>,
+) => Promise<void>;
+
+/** How an object arrived: from a (re)list of its kind, or a watch event. */
+export type ObjectPhase = "LISTED" | "ADDED" | "MODIFIED";
+
 export interface ScannerOptions {
   intervalMs: number;
   maxResults: number;
@@ -43,6 +64,10 @@ export interface ScannerOptions {
   debounceMs?: number;
   /** Namespaces written at once at most (default 4). */
   concurrency?: number;
+  /** Objects waiting to be judged at most (default MAX_QUEUED); one more waits for room. */
+  maxQueued?: number;
+  /** How objects are read again to be judged again (rejudge); without it nothing is. */
+  relist?: Relist;
   log?: { warn: (o: object, m: string) => void; info: (o: object, m: string) => void };
 }
 
@@ -57,12 +82,18 @@ export interface ScannerStats {
 
 /** Longest run of judging before the scan yields to the event loop. */
 export const SLICE_MS = 20;
-/** Longest a due write waits for the objects still being judged. */
+/** Longest a due write waits for the objects still being judged (or listed). */
 export const JUDGING_WAIT_MS = 10_000;
+/** Whole objects waiting to be judged at most, by default (~30 KB each for a large pod). */
+export const MAX_QUEUED = 256;
+/** Judging again more namespaces than this reads every namespace once instead of each in turn. */
+export const RELIST_NAMESPACES = 16;
+/** A re-read that failed is tried again after this long. */
+export const RELIST_RETRY_MS = 30_000;
 
+/** What is kept of an object: its identity (the map's key), never the object. */
 interface Entry {
-  obj: KubeObject;
-  /** A digest of what the rules read (labels, annotations, spec): equal means not judged again. */
+  /** A digest of what the rules read (uid, labels, annotations, spec): equal means not judged again. */
   digest: string;
   results?: ObjectResults;
   /**
@@ -70,9 +101,28 @@ interface Entry {
    * (epoch ms): the report lag is measured from it.
    */
   seen?: number;
+  /** The count of judgings when it was last judged: a change of context after it means again. */
+  judged: number;
+  /** The (re)list of its kind that last listed it: the end of a re-list forgets the others. */
+  listed?: number;
 }
 
-/** What is kept of an object: enough to judge it again (a namespace label or an Exemption changed). */
+/** An object waiting to be judged: the latest version, trimmed to what the rules read. */
+interface Waiting {
+  namespace: string;
+  key: string;
+  obj: KubeObject;
+  digest: string;
+  /** When the change was first seen (epoch ms), kept when a newer version replaces it. */
+  since: number;
+  /** Read again to judge again: judged only while it is still the version judged. */
+  relisted?: boolean;
+  /** Judged even if unchanged (what it is judged with changed). */
+  force?: boolean;
+  listed?: number;
+}
+
+/** What is judged of an object: its status only says whether a pod still runs. */
 function kept(obj: KubeObject): KubeObject {
   const { status, ...rest } = obj as KubeObject & { status?: unknown };
   const meta = { ...(obj.metadata ?? {}) };
@@ -100,11 +150,29 @@ const digestOf = (obj: KubeObject) =>
 const contentDigest = (report: PolicyReport) =>
   createHash("sha1").update(reportContent(report)).digest("base64");
 
+/** Distinct findings (and lists, and names) shared at most: past it a table starts over. */
+export const MAX_SHARED = 50_000;
+
+/** Equal values held once, by a key; bounded (what was shared stays shared after a start over). */
+class Shared<T> {
+  private readonly table = new Map<string, T>();
+  of(key: string, value: T): T {
+    const known = this.table.get(key);
+    if (known !== undefined) return known;
+    if (this.table.size >= MAX_SHARED) this.table.clear();
+    this.table.set(key, value);
+    return value;
+  }
+}
+
 const unrefSleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms).unref?.());
+
+/** A kind as the scan names it (the prefix of its objects' keys): "Pod.", "Job.batch". */
+export const scanKindOf = (apiVersion: string, kind: string) => `${kind}.${groupOf(apiVersion)}`;
 
 // The API group too: a Volcano Job and a batch Job of one name are two objects.
 const keyOf = (obj: KubeObject) =>
-  `${obj.kind}.${groupOf(String(obj.apiVersion ?? ""))}/${obj.metadata?.name ?? ""}`;
+  `${scanKindOf(String(obj.apiVersion ?? ""), String(obj.kind))}/${obj.metadata?.name ?? ""}`;
 
 export class ReportScanner {
   readonly stats: ScannerStats = {
@@ -115,18 +183,27 @@ export class ReportScanner {
     removals: 0,
     failures: 0,
   };
-  /** namespace → object key → the object as kept, its digest and its results. */
+  /** namespace → object key → its digest, results and lag (what is kept of it). */
   private readonly objects = new Map<string, Map<string, Entry>>();
-  /**
-   * What waits to be judged, one item per object ("namespace\0key"): a version received from the
-   * watch (the latest replaces the one before), or a kept entry to judge again; `since` is when
-   * the change was first seen (epoch ms), kept when a newer version replaces a waiting one.
-   */
-  private readonly toJudge = new Map<
-    string,
-    { namespace: string; received?: KubeObject; entry?: Entry; since: number }
-  >();
+  /** What waits to be judged, one item per object ("namespace\0key"), at most maxQueued. */
+  private readonly toJudge = new Map<string, Waiting>();
+  /** Offers waiting for room in toJudge, first come first served. */
+  private readonly roomWaiters: (() => void)[] = [];
   private judging?: Promise<void>;
+  /** Judgings started so far: an entry judged at or before a change of context is judged again. */
+  private judgings = 0;
+  /** Kinds ("Pod.") whose (re)list is under way → its number (entries listed by it carry it). */
+  private readonly listing = new Map<string, number>();
+  private lists = 0;
+  /** Judging again (re-reading objects): one at a time, in order. */
+  private rejudging?: Promise<void>;
+
+  // Most objects find the same as others (a template's pods, the same skips): their findings, and
+  // lists of them, are held once; at 100,000 pods their messages would be most of the scan's memory.
+  private readonly findings = new Shared<{ finding: Finding; id: number }>();
+  private readonly findingLists = new Shared<readonly Finding[]>();
+  private readonly names = new Shared<string>();
+  private findingIds = 0;
 
   /** namespace → a digest of the content last written (or read), "" when it has no report. */
   private readonly written = new Map<string, string>();
@@ -164,55 +241,220 @@ export class ReportScanner {
    * judged; its report is written later (see the header).
    */
   observe(received: KubeObject): Promise<void> {
-    if (!this.reportable(received)) {
-      this.forget(received);
-      return Promise.resolve();
-    }
-    // Nothing else here: Pepr hands over a whole list at once, in one synchronous loop.
-    const namespace = received.metadata!.namespace!;
-    const id = `${namespace}\0${keyOf(received)}`;
-    const since = this.toJudge.get(id)?.since ?? Date.now();
-    this.toJudge.set(id, { namespace, received, since });
-    return this.startJudging();
+    return this.offer(received).then(() => this.judging);
   }
 
-  /** A received version: kept, and judged unless what the rules read is unchanged. */
-  private async receive(namespace: string, received: KubeObject, since: number): Promise<void> {
-    const obj = kept(received);
-    const digest = digestOf(obj);
-    let inNs = this.objects.get(namespace);
-    if (!inNs) this.objects.set(namespace, (inNs = new Map()));
-    const key = keyOf(obj);
-    const before = inNs.get(key);
-    if (before && before.digest === digest) {
-      before.obj = obj;
-      this.stats.unchanged++;
-      return;
+  /**
+   * A Pod or workload from a watch or a list ("LISTED": the (re)list of its kind under way has it).
+   * Resolves once it waits to be judged (or was dropped, unchanged): while the queue is full it
+   * waits for room, and so does the list that awaits it. Nothing of it is kept after judging.
+   */
+  async offer(received: KubeObject, phase?: ObjectPhase): Promise<void> {
+    if (!this.reportable(received)) return this.forget(received);
+    const namespace = received.metadata!.namespace!;
+    const key = keyOf(received);
+    const id = `${namespace}\0${key}`;
+    const listed =
+      phase === "LISTED"
+        ? this.listing.get(scanKindOf(String(received.apiVersion ?? ""), String(received.kind)))
+        : undefined;
+    const digest = digestOf(received);
+    const since = Date.now();
+    for (;;) {
+      const held = this.objects.get(namespace)?.get(key);
+      if (listed !== undefined && held) held.listed = listed;
+      const waiting = this.toJudge.get(id);
+      if (waiting) {
+        // The latest version replaces the one waiting; its change was first seen then.
+        waiting.obj = kept(received);
+        waiting.digest = digest;
+        waiting.relisted = false;
+        if (listed !== undefined) waiting.listed = listed;
+        return;
+      }
+      if (held?.digest === digest) {
+        this.stats.unchanged++;
+        return;
+      }
+      if (this.toJudge.size < this.maxQueued()) {
+        const obj = kept(received);
+        this.toJudge.set(id, {
+          namespace,
+          key,
+          obj,
+          digest,
+          since,
+          listed: listed ?? held?.listed,
+        });
+        void this.startJudging();
+        return;
+      }
+      await this.room();
     }
-    const entry: Entry = { obj, digest, results: before?.results, seen: before?.seen };
-    inNs.set(key, entry);
-    await this.judge(namespace, entry, since);
+  }
+
+  /** A version read again (rejudge): judged again if it is what was judged before `cause`. */
+  private async offerAgain(obj: KubeObject, cause: number, since: number): Promise<void> {
+    if (!this.reportable(obj)) return; // its watch brings the change (a finished pod) to forget it
+    const namespace = obj.metadata!.namespace!;
+    const key = keyOf(obj);
+    const id = `${namespace}\0${key}`;
+    let digest: string | undefined;
+    for (;;) {
+      const held = this.objects.get(namespace)?.get(key);
+      // Not judged yet (its list brings it), or judged since the cause: nothing to judge again.
+      if (!held || held.judged > cause) return;
+      // Another version than the one judged: older (the watch went on) or newer (the watch
+      // brings it): either way not this one.
+      digest ??= digestOf(obj);
+      if (held.digest !== digest) return;
+      const waiting = this.toJudge.get(id);
+      if (waiting) {
+        waiting.force = true;
+        return;
+      }
+      if (this.toJudge.size < this.maxQueued()) {
+        this.toJudge.set(id, {
+          namespace,
+          key,
+          obj: kept(obj),
+          digest,
+          since,
+          relisted: true,
+          force: true,
+          listed: held.listed,
+        });
+        void this.startJudging();
+        return;
+      }
+      await this.room();
+    }
+  }
+
+  private maxQueued(): number {
+    return Math.max(1, this.options.maxQueued ?? MAX_QUEUED);
+  }
+
+  private room(): Promise<void> {
+    return new Promise<void>(resolve => this.roomWaiters.push(resolve));
+  }
+
+  /** One item left the queue: the longest waiting offer may take its place. */
+  private freed(): void {
+    this.roomWaiters.shift()?.();
+  }
+
+  /** A waiting version, judged: kept as its digest and results. */
+  private async take(w: Waiting): Promise<void> {
+    let inNs = this.objects.get(w.namespace);
+    const before = inNs?.get(w.key);
+    // Read again, but no longer the version judged (or gone): not judged from this read.
+    if (w.relisted && before?.digest !== w.digest) return;
+    if (before && before.digest === w.digest) {
+      if (w.listed !== undefined) before.listed = w.listed;
+      if (!w.force) {
+        this.stats.unchanged++;
+        return;
+      }
+      return this.judge(w.namespace, w.key, before, w.obj, w.since);
+    }
+    if (!inNs) this.objects.set(w.namespace, (inNs = new Map()));
+    const entry: Entry = {
+      digest: w.digest,
+      results: before?.results,
+      seen: before?.seen,
+      judged: 0,
+      listed: w.listed ?? before?.listed,
+    };
+    inNs.set(w.key, entry);
+    await this.judge(w.namespace, w.key, entry, w.obj, w.since);
   }
 
   /** A Pod or workload went (or no longer runs). */
   forget(obj: KubeObject): void {
     const namespace = obj?.metadata?.namespace ?? "";
     const key = keyOf(obj);
-    this.toJudge.delete(`${namespace}\0${key}`);
+    if (this.toJudge.delete(`${namespace}\0${key}`)) this.freed();
     if (this.objects.get(namespace)?.delete(key)) this.schedule(namespace);
   }
 
-  /** Judges every object of these namespaces (all: undefined) again; `since`: when the cause was seen. */
-  rejudge(namespaces?: Iterable<string>, since = Date.now()): Promise<void> {
-    for (const namespace of namespaces ?? [...this.objects.keys()])
-      for (const [key, entry] of this.objects.get(namespace) ?? []) {
-        const id = `${namespace}\0${key}`;
-        const waiting = this.toJudge.get(id);
-        // A newer version waiting is judged anyway.
-        if (!waiting?.received)
-          this.toJudge.set(id, { namespace, entry, since: waiting?.since ?? since });
+  /** A (re)list of a kind ("Pod.", see scanKindOf) begins: what it lists is marked. */
+  listStarted(kind: string): void {
+    this.listing.set(kind, ++this.lists);
+  }
+
+  /**
+   * The (re)list of a kind completed: its objects held (or waiting) that it did not list are gone
+   * (deleted while the watch was away).
+   */
+  listEnded(kind: string): void {
+    const list = this.listing.get(kind);
+    if (list === undefined) return;
+    this.listing.delete(kind);
+    const prefix = `${kind}/`;
+    for (const [id, w] of this.toJudge)
+      if (w.key.startsWith(prefix) && w.listed !== list) {
+        this.toJudge.delete(id);
+        this.freed();
       }
-    return this.startJudging();
+    for (const [namespace, inNs] of this.objects) {
+      let gone = false;
+      for (const [key, entry] of inNs)
+        if (key.startsWith(prefix) && entry.listed !== list) gone = inNs.delete(key) || gone;
+      if (gone) this.schedule(namespace);
+    }
+  }
+
+  /**
+   * Judges again every object of these namespaces (all: undefined) judged so far, read again
+   * through `relist`, even if unchanged; `since`: when the cause was seen. Resolves once judged.
+   */
+  rejudge(namespaces?: Iterable<string>, since = Date.now()): Promise<void> {
+    const cause = this.judgings;
+    const wanted = namespaces === undefined ? undefined : new Set(namespaces);
+    const run = () => this.readAgain(wanted, cause, since);
+    const done = (this.rejudging ?? Promise.resolve()).then(run);
+    const mine = (this.rejudging = done.finally(() => {
+      if (this.rejudging === mine) this.rejudging = undefined;
+    }));
+    return mine.then(() => this.judging);
+  }
+
+  private async readAgain(
+    wanted: Set<string> | undefined,
+    cause: number,
+    since: number,
+  ): Promise<void> {
+    const relist = this.options.relist;
+    if (!relist) return;
+    // The namespaces with an object judged before the cause: the others have nothing to redo.
+    const stale: string[] = [];
+    for (const [namespace, inNs] of this.objects) {
+      if (wanted && !wanted.has(namespace)) continue;
+      for (const entry of inNs.values())
+        if (entry.judged <= cause) {
+          stale.push(namespace);
+          break;
+        }
+    }
+    if (!stale.length) return;
+    // Many namespaces: every object read once (what is not stale is skipped as it comes).
+    const scopes: (string | undefined)[] = stale.length > RELIST_NAMESPACES ? [undefined] : stale;
+    for (const namespace of scopes)
+      try {
+        await relist(namespace, obj =>
+          !wanted || wanted.has(obj.metadata?.namespace ?? "")
+            ? this.offerAgain(obj, cause, since)
+            : Promise.resolve(),
+        );
+      } catch (e) {
+        this.options.log?.warn(
+          { namespace: namespace ?? "(all)", error: e instanceof Error ? e.message : String(e) },
+          "could not read the objects again to judge them again; retrying later",
+        );
+        const retry = setTimeout(() => this.rejudgeSoon(namespace), RELIST_RETRY_MS);
+        retry.unref?.();
+      }
   }
 
   private rejudgeTimer?: ReturnType<typeof setTimeout>;
@@ -242,46 +484,58 @@ export class ReportScanner {
   }
 
   private startJudging(): Promise<void> {
-    this.judging ??= this.judgeWaiting().finally(() => (this.judging = undefined));
-    return this.judging;
+    if (!this.judging && this.toJudge.size) this.judging = this.judgeWaiting();
+    return this.judging ?? Promise.resolve();
   }
 
   private async judgeWaiting(): Promise<void> {
-    let sliceStart = performance.now();
-    while (this.toJudge.size) {
-      const [id, { namespace, received, entry, since }] = this.toJudge.entries().next().value!;
-      this.toJudge.delete(id);
-      try {
-        if (received) await this.receive(namespace, received, since);
-        else if (entry) await this.judge(namespace, entry, since);
-      } catch (e) {
-        this.options.log?.warn(
-          {
-            namespace,
-            object: id.split("\0")[1],
-            error: e instanceof Error ? e.message : String(e),
-          },
-          "could not judge an object for its namespace's PolicyReport",
-        );
+    try {
+      let sliceStart = performance.now();
+      while (this.toJudge.size) {
+        const [id, waiting] = this.toJudge.entries().next().value!;
+        this.toJudge.delete(id);
+        this.freed();
+        try {
+          await this.take(waiting);
+        } catch (e) {
+          this.options.log?.warn(
+            {
+              namespace: waiting.namespace,
+              object: waiting.key,
+              error: e instanceof Error ? e.message : String(e),
+            },
+            "could not judge an object for its namespace's PolicyReport",
+          );
+        }
+        if (performance.now() - sliceStart > SLICE_MS) {
+          await new Promise(resolve => setImmediate(resolve));
+          sliceStart = performance.now();
+        }
       }
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await new Promise(resolve => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
+    } finally {
+      // Cleared as the loop ends, in the same turn: an object offered now starts a new run.
+      this.judging = undefined;
     }
   }
 
-  private async judge(namespace: string, entry: Entry, since: number): Promise<void> {
+  private async judge(
+    namespace: string,
+    key: string,
+    entry: Entry,
+    obj: KubeObject,
+    since: number,
+  ): Promise<void> {
     // Replaced or forgotten while it waited: the newer version is judged instead (or none).
-    if (this.objects.get(namespace)?.get(keyOf(entry.obj)) !== entry) return;
+    if (this.objects.get(namespace)?.get(key) !== entry) return;
     const deps = this.deps();
     this.stats.judged++;
-    recordJudged(entry.obj.kind);
+    entry.judged = ++this.judgings;
+    recordJudged(obj.kind);
     let results: ObjectResults | undefined;
     if (!isIgnoredNamespace(namespace, deps.settings)) {
-      const request = { object: entry.obj, operation: "CREATE" as const, dryRun: true, scan: true };
+      const request = { object: obj, operation: "CREATE" as const, dryRun: true, scan: true };
       const found = await answer(request, deps, deps.policies);
-      if (found.handled) results = objectResults(entry.obj, namespace, found);
+      if (found.handled) results = this.compact(objectResults(obj, namespace, found));
     }
     const changed = results ? !sameResults(entry.results, results) : !!entry.results;
     entry.results = results;
@@ -289,6 +543,27 @@ export class ReportScanner {
       entry.seen ??= since;
       this.schedule(namespace);
     }
+  }
+
+  /** The results with their equal parts shared with other objects' (read only, as all results). */
+  private compact(results: ObjectResults): ObjectResults {
+    const ids: number[] = [];
+    const findings = results.findings.map(f => {
+      const shared = this.findings.of(JSON.stringify(f), { finding: f, id: ++this.findingIds });
+      ids.push(shared.id);
+      return shared.finding;
+    });
+    const { ref } = results;
+    return {
+      ref: {
+        ...ref,
+        apiVersion: this.names.of(ref.apiVersion, ref.apiVersion),
+        kind: this.names.of(ref.kind, ref.kind),
+        namespace: this.names.of(ref.namespace, ref.namespace),
+      },
+      findings: this.findingLists.of(ids.join(","), findings) as Finding[],
+      judgedBy: results.judgedBy,
+    };
   }
 
   /** A namespace's report must be written: after the debounce, and the interval since its last write. */
@@ -344,6 +619,19 @@ export class ReportScanner {
     return shown;
   }
 
+  private busy(): boolean {
+    return !!this.judging || this.listing.size > 0 || !!this.rejudging;
+  }
+
+  /** Resolves once nothing is judged, listed or read again, or after JUDGING_WAIT_MS. */
+  private async settled(): Promise<void> {
+    if (!this.busy()) return;
+    let late = false;
+    const limit = unrefSleep(JUDGING_WAIT_MS).then(() => (late = true));
+    // Between two pages of a list nothing may be judging: looked at again shortly.
+    while (this.busy() && !late) await Promise.race([this.judging ?? unrefSleep(50), limit]);
+  }
+
   /**
    * Writes a namespace's report if it changed, or removes it when there is nothing to report. On
    * /metrics each write or removal is a report write (ok, or error when the flush failed), and each
@@ -353,9 +641,10 @@ export class ReportScanner {
     this.flushing.add(namespace);
     let shown: [string, number][] = [];
     try {
-      // Objects still waiting to be judged (the first list of a large cluster): the report waits
-      // for them, within bounds, instead of being written half done and again an interval later.
-      if (this.judging) await Promise.race([this.judging, unrefSleep(JUDGING_WAIT_MS)]);
+      // Objects still waiting to be judged or listed (the first list of a large cluster): the
+      // report waits for them, within bounds, instead of being written half done and again an
+      // interval later.
+      await this.settled();
       this.dirty.delete(namespace);
       this.lastWrite.set(namespace, Date.now());
       if (!this.written.has(namespace)) {
@@ -405,12 +694,13 @@ export class ReportScanner {
   }
 
   /**
-   * Resolves once nothing waits to be judged and no write is queued or running; a write waiting
-   * for its interval does not count (tests and the benchmark use flushPending for those).
+   * Resolves once nothing waits to be judged or read again and no write is queued or running; a
+   * write waiting for its interval does not count (tests and the benchmark use flushPending).
    */
   async idle(): Promise<void> {
     for (;;) {
       if (this.judging) await this.judging;
+      else if (this.rejudging) await this.rejudging;
       else if (this.flushing.size || this.queue.size)
         await new Promise<void>(done => this.idleWaiters.push(done));
       else return;

@@ -1,11 +1,10 @@
-// The watcher's front door, as lib/pepr-adapter.ts is the webhook's: the Watch bindings of
-// capabilities/reports call these actions with each Pod and workload Pepr's watcher sees, and they
-// hand it to the report scan and the fix Events. Set up by pepr.ts; until then (and with reports
-// and events off) the actions do nothing.
+// The watcher's front door, as lib/pepr-adapter.ts is the webhook's: the one Pepr Watch binding of
+// capabilities/reports (Namespaces) calls this action, and a namespace whose labels or annotations
+// changed has its objects judged again (its mode, its Pod Security level...). Pods and workloads do
+// not come this way: the watcher lists and watches them itself (lib/reports/scan-watches.ts). Set
+// up by pepr.ts; until then (and with reports off) the action does nothing.
 import type { KubernetesObject } from "kubernetes-fluent-client";
-import { Log } from "pepr";
 import type { FixEvents } from "../events";
-import type { KubeObject } from "../pod";
 import type { ReportScanner } from "./scanner";
 
 let background: { scanner?: ReportScanner; events?: FixEvents } = {};
@@ -15,22 +14,21 @@ export function configureBackground(configured: typeof background): void {
 }
 
 export function backgroundActions() {
+  /** Namespace → its labels and annotations as last seen (a few hundred namespaces, not pods). */
+  const seen = new Map<string, string>();
   return {
     // A named function: Pepr logs an action by its callback's name.
-    onWatchEvent: async function onWatchEvent(obj: KubernetesObject, phase: string) {
-      const object = obj as KubeObject;
-      try {
-        if (phase === "DELETED") return background.scanner?.forget(object);
-        await Promise.all([
-          background.scanner?.observe(object),
-          object.kind === "Pod" ? background.events?.onPod(object) : undefined,
-        ]);
-      } catch (e) {
-        Log.warn(
-          { error: String(e), kind: object.kind, name: object.metadata?.name },
-          "scan failed",
-        );
-      }
+    onNamespace: function onNamespace(ns: KubernetesObject, phase: string): void {
+      const name = ns?.metadata?.name;
+      if (!name) return;
+      // Gone: so are its objects (their own watches say so).
+      if (phase === "DELETED") return void seen.delete(name);
+      const now = JSON.stringify([ns.metadata?.labels ?? {}, ns.metadata?.annotations ?? {}]);
+      if (seen.get(name) === now) return; // a status update: nothing the rules read
+      seen.set(name, now);
+      // Judged again after the scan's debounce (2 s): by then the namespace cache the rules read
+      // (lib/cluster-live.ts, its own watch) has the change too. Nothing judged there yet: nothing.
+      background.scanner?.rejudgeSoon(name);
     },
   };
 }

@@ -1,13 +1,15 @@
 // The watcher's eyes on the ML kinds (PyTorchJob, RayCluster, ...: lib/workload-kinds) for the
 // PolicyReports. Not Pepr Watch bindings: Pepr's watcher gives up and exits when a watched resource
-// is not served, and most clusters lack most of these CRDs. Each kind is probed instead (a list, at
-// the version of its table entry) until its CRD is served, then watched like the module's caches
-// (lib/watched-store.ts), every object handed to the report scan. A CRD installed later is picked
-// up at the next probe; one never installed costs a list a minute.
-import { GenericKind, K8s } from "kubernetes-fluent-client";
+// is not served, and most clusters lack most of these CRDs (and each binding keeps every object it
+// has seen, whole). Each kind is probed instead (a list, at the version of its table entry) until
+// its CRD is served, then listed in pages and watched (lib/list-watch.ts: lib/reports/scan-watches.ts
+// gives the watch), every object handed to the report scan and dropped. A CRD installed later is
+// picked up at the next probe; one never installed costs a list a minute.
+import { GenericKind } from "kubernetes-fluent-client";
 import { describeError, withBudget, API_BUDGET_MS } from "../api-calls";
+import { ListWatch, listPaged } from "../list-watch";
 import type { KubeObject } from "../pod";
-import { WatchedStore, type Logger } from "../watched-store";
+import type { Logger } from "../watched-store";
 import { groupOf, pluralOf, versionOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
 
 export const PROBE_EVERY_MS = 60_000;
@@ -15,51 +17,70 @@ export const PROBE_EVERY_MS = 60_000;
 /** Whether the API server serves the kind: true, false (not served: 404), or an error to log. */
 export type Probe = (spec: WorkloadKindSpec) => Promise<boolean>;
 
+/** Each object seen, with its phase (LISTED, ADDED, MODIFIED, DELETED); awaited: the list waits. */
+export type OnWorkload = (obj: KubeObject, phase: string) => unknown;
+
 export interface WorkloadKindWatchOptions {
   kinds: readonly WorkloadKindSpec[];
-  /** Each object seen, with its watch phase (ADDED, MODIFIED, DELETED). */
-  onObject: (obj: KubeObject, phase: string) => void;
+  /** Where the default watch hands each object. */
+  onObject?: OnWorkload;
   log?: Logger;
   probeEveryMs?: number;
   probe?: Probe;
-  /** Starts the watch of a served kind (default: a WatchedStore). */
-  watch?: (spec: WorkloadKindSpec, onObject: (obj: KubeObject, phase: string) => void) => void;
+  /** Starts the list and watch of a served kind (default: a ListWatch, each object to onObject). */
+  watch?: (spec: WorkloadKindSpec, onObject: OnWorkload) => void;
 }
 
-const gvkOf = (spec: WorkloadKindSpec) => ({
+export const gvkOf = (spec: WorkloadKindSpec) => ({
   group: groupOf(spec.apiVersion),
   version: versionOf(spec.apiVersion),
   kind: spec.kind,
   plural: pluralOf(spec),
 });
 
-/** A list of the kind, bounded in time: 404 means its CRD is not installed (or not that version). */
+/** Ends a probe's list at its first object: the kind is served, the rest is the watch's to read. */
+const SERVED = Symbol("served");
+
+/**
+ * A list of the kind (one object: a served kind's whole list could be large), bounded in time:
+ * 404 means its CRD is not installed (or not that version).
+ */
 const probeByListing: Probe = async spec => {
   try {
     await withBudget(
-      K8s(GenericKind, { kindOverride: gvkOf(spec) }).Get(),
+      listPaged(
+        GenericKind,
+        () => {
+          throw SERVED;
+        },
+        { pageSize: 1, filters: { kindOverride: gvkOf(spec) } },
+      ),
       API_BUDGET_MS,
       `listing ${pluralOf(spec)}`,
     );
     return true;
   } catch (e) {
+    if (e === SERVED) return true;
     if ((e as { status?: number }).status === 404) return false;
     throw e;
   }
 };
 
-function watchWithStore(spec: WorkloadKindSpec, onObject: (o: KubeObject, phase: string) => void) {
-  const what = `${pluralOf(spec)}.${groupOf(spec.apiVersion)}`;
-  const store = new WatchedStore<KubeObject & { metadata?: object }>(
+/** A list in pages, then a watch: each object handed over and dropped, none kept. */
+function listAndWatch(spec: WorkloadKindSpec, onObject: OnWorkload, log?: Logger): void {
+  const watch = new ListWatch<KubeObject>(
     GenericKind,
-    what,
-    undefined,
-    // Kept: what the report reads is judged at once; the scan keeps its own copy.
-    undefined,
-    { kindOverride: gvkOf(spec) },
+    {
+      onObject: async (obj, phase) => void (await onObject(obj, phase)),
+      onError: e =>
+        log?.warn(
+          { kind: `${pluralOf(spec)}.${groupOf(spec.apiVersion)}`, error: describeError(e) },
+          "reports: a list or watch failed; retrying",
+        ),
+    },
+    { filters: { kindOverride: gvkOf(spec) } },
   );
-  store.listeners.push((obj, phase) => onObject(obj, phase));
-  void store.start();
+  void watch.start();
 }
 
 export class WorkloadKindWatches {
@@ -99,7 +120,9 @@ export class WorkloadKindWatches {
     if (this.stopped) return;
     if (served) {
       this.watching.add(name);
-      (this.options.watch ?? watchWithStore)(spec, this.options.onObject);
+      const onObject = this.options.onObject ?? (() => undefined);
+      if (this.options.watch) this.options.watch(spec, onObject);
+      else listAndWatch(spec, onObject, this.options.log);
       return;
     }
     const timer = setTimeout(() => {

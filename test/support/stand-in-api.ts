@@ -5,9 +5,18 @@
 //
 //   GET    .../<resource>/<name>                       one object (404 Status when missing)
 //   GET    .../<resource>[?fieldSelector&labelSelector]  a List with metadata.resourceVersion
+//   GET    .../<resource>?limit=n[&continue=token]       one page of a consistent snapshot taken at
+//                                                      the first page (metadata.continue and
+//                                                      remainingItemCount while more are left; an
+//                                                      unknown or expired token: 410 Gone)
 //   GET    .../<resource>?watch=true[&resourceVersion]   a chunked stream of ADDED/MODIFIED/DELETED
 //                                                      events, held open (replays changes after the
-//                                                      given resourceVersion, else ADDED for all)
+//                                                      given resourceVersion, else ADDED for all;
+//                                                      one too old: an ERROR 410 event). With
+//                                                      allowWatchBookmarks, a BOOKMARK at the current
+//                                                      resourceVersion once the replay is sent, then
+//                                                      periodically; with timeoutSeconds, the stream
+//                                                      ends after it
 //   POST   .../<resource>                              create (409 when it exists)
 //   PUT    .../<resource>/<name>                       replace
 //   PATCH  .../<resource>/<name>                       application/apply-patch+yaml (server-side
@@ -20,7 +29,7 @@
 //
 // Paths: /api/v1/... and /apis/<group>/<version>/..., namespaced as .../namespaces/<ns>/<resource>.
 // Not served: admission, field managers/conflicts, status subresources, strategic-merge semantics
-// for lists, pagination, defaulting, validation. Authentication and authorization only with
+// for lists, defaulting, validation. Authentication and authorization only with
 // `enforceRbac`: the kubeconfig's token is then a given identity (no token: system:anonymous) and
 // every resource request is authorized, as the API server does it (./authorization.ts), by
 // lib/rbac.ts from the Roles, ClusterRoles and bindings the stand-in stores; a denied request gets
@@ -154,6 +163,13 @@ export interface StandInOptions {
    * authentication, everything allowed.
    */
   enforceRbac?: Identity;
+  /**
+   * Changes kept for watches that resume from a resourceVersion (default 10,000); a watch from an
+   * older one gets 410 Gone. A benchmark with heavy churn and long lists keeps more.
+   */
+  eventLogLimit?: number;
+  /** How often an open watch that asked for bookmarks gets one (default 60 s, as the API server). */
+  bookmarkIntervalMs?: number;
 }
 
 export interface StandInApi {
@@ -178,6 +194,17 @@ export interface StandInApi {
   setLatency(ms: number): void;
   /** Delay lists of one resource (its plural: "namespaces") by ms, as a slow first list. */
   holdLists(plural: string, ms: number): void;
+  /** The list requests (pages) received for one resource (its plural), watches excepted. */
+  listRequests(plural: string): RecordedRequest[];
+  /**
+   * As etcd's compaction: the change log and every list snapshot are dropped, so a watch from an
+   * earlier resourceVersion and a continue token issued before get 410 Gone.
+   */
+  compact(): void;
+  /** Open watches of a kind get an ERROR 410 (Expired) event and are closed: their clients list again. */
+  expireWatches(kind: string): void;
+  /** Open watches of a kind end normally (as at their timeout): their clients resume from their resourceVersion. */
+  endWatches(kind: string): void;
   /** true: close every open connection and every new one at once (an unreachable API server). */
   setDown(down: boolean): void;
   setAccessReview(reviewer: AccessReviewer): void;
@@ -198,6 +225,16 @@ interface Watcher {
   res: ServerResponse;
 }
 
+/** The items of a paged list, as they were at its first page; pages are served from it. */
+interface ListSnapshot {
+  id: number;
+  /** The resource and namespace listed: a token is valid for that collection only. */
+  scope: string;
+  items: KubeObject[];
+  rv: number;
+  takenAt: number;
+}
+
 interface ChangeEvent {
   rv: number;
   key: string;
@@ -207,6 +244,12 @@ interface ChangeEvent {
 
 /** Changes kept for watches that resume from a resourceVersion; older ones get 410 Gone. */
 const EVENT_LOG_LIMIT = 10_000;
+/** A paged list's snapshot is kept this long after its first page (etcd compacts every 5 minutes). */
+const SNAPSHOT_TTL_MS = 5 * 60_000;
+/** Paged lists in progress at once; the oldest is dropped beyond (its token then gets 410). */
+const MAX_SNAPSHOTS = 100;
+const EXPIRED_CONTINUE =
+  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
 
 class HttpError extends Error {
   constructor(
@@ -299,7 +342,13 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   const types = [...RESOURCE_TYPES];
   const certs = options.certs ?? createTestCerts();
   const store = new Map<string, KubeObject>(); // typeKey|namespace|name → object
-  const events: ChangeEvent[] = [];
+  // The same objects per resource (typeKey): a list reads its own kind only.
+  const byType = new Map<string, Map<string, KubeObject>>();
+  let events: ChangeEvent[] = [];
+  const eventLogLimit = options.eventLogLimit ?? EVENT_LOG_LIMIT;
+  const bookmarkIntervalMs = options.bookmarkIntervalMs ?? 60_000;
+  const snapshots = new Map<number, ListSnapshot>();
+  let lastSnapshotId = 0;
   const watchers = new Set<Watcher>();
   const sockets = new Set<Socket>();
   const requests: RecordedRequest[] = [];
@@ -327,8 +376,9 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   function notify(type: ChangeEvent["type"], t: ResourceType, object: KubeObject, rv: number) {
     const key = typeKey(t);
     events.push({ rv, key, type, object });
-    if (events.length > EVENT_LOG_LIMIT)
-      droppedThrough = events.splice(0, events.length - EVENT_LOG_LIMIT).pop()!.rv;
+    // Trimmed a tenth at a time: one splice per change would move the whole log each time.
+    if (events.length > eventLogLimit + Math.ceil(eventLogLimit / 10))
+      droppedThrough = events.splice(0, events.length - eventLogLimit).pop()!.rv;
     for (const w of watchers) if (w.key === key && w.matches(object)) writeEvent(w, type, object);
   }
 
@@ -354,7 +404,11 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       kind: t.kind,
       metadata: meta,
     };
-    store.set(storeKey(t, meta.namespace, meta.name ?? ""), stored);
+    const key = storeKey(t, meta.namespace, meta.name ?? "");
+    store.set(key, stored);
+    let ofType = byType.get(typeKey(t));
+    if (!ofType) byType.set(typeKey(t), (ofType = new Map()));
+    ofType.set(key, stored);
     notify(existing ? "MODIFIED" : "ADDED", t, stored, rv);
     return stored;
   }
@@ -364,6 +418,7 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     const existing = store.get(key);
     if (!existing) throw new HttpError(404, "NotFound", `${t.plural} "${name}" not found`);
     store.delete(key);
+    byType.get(typeKey(t))?.delete(key);
     const rv = ++resourceVersion;
     const gone = { ...existing, metadata: { ...existing.metadata, resourceVersion: String(rv) } };
     notify("DELETED", t, gone, rv);
@@ -371,12 +426,46 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
   }
 
   function itemsOf(t: ResourceType, namespace?: string): KubeObject[] {
-    const prefix = `${typeKey(t)}|`;
-    return [...store.entries()]
-      .filter(
-        ([k, o]) => k.startsWith(prefix) && (!namespace || o.metadata?.namespace === namespace),
-      )
-      .map(([, o]) => o);
+    const all = [...(byType.get(typeKey(t))?.values() ?? [])];
+    return namespace ? all.filter(o => o.metadata?.namespace === namespace) : all;
+  }
+
+  /**
+   * One page of a paged list. The first page takes a snapshot of the collection (the objects are
+   * never changed in place: a change stores a new one), later pages are served from it, so every
+   * page is of the first page's resourceVersion, as etcd serves them.
+   */
+  function listPage(r: Route, query: URLSearchParams) {
+    const now = Date.now();
+    for (const [id, s] of snapshots) if (now - s.takenAt > SNAPSHOT_TTL_MS) snapshots.delete(id);
+    const scope = `${typeKey(r.type)}|${r.namespace ?? ""}`;
+    const limit = Number(query.get("limit"));
+    const size = Number.isInteger(limit) && limit > 0 ? limit : Infinity;
+    const token = query.get("continue");
+    let snapshot: ListSnapshot | undefined;
+    let offset = 0;
+    if (token) {
+      const m = /^(\d+):(\d+)$/.exec(Buffer.from(token, "base64url").toString());
+      snapshot = m ? snapshots.get(Number(m[1])) : undefined;
+      offset = m ? Number(m[2]) : 0;
+      if (!snapshot || snapshot.scope !== scope || snapshot.rv < droppedThrough)
+        throw new HttpError(410, "Expired", EXPIRED_CONTINUE);
+    } else {
+      const fields = fieldMatcher(query.get("fieldSelector"));
+      const labels = labelMatcher(query.get("labelSelector"));
+      const items = itemsOf(r.type, r.namespace).filter(o => fields(o) && labels(o));
+      snapshot = { id: ++lastSnapshotId, scope, items, rv: resourceVersion, takenAt: now };
+    }
+    const items = snapshot.items.slice(offset, offset + size);
+    const next = offset + items.length;
+    const metadata: Record<string, unknown> = { resourceVersion: String(snapshot.rv) };
+    if (next < snapshot.items.length) {
+      snapshots.set(snapshot.id, snapshot);
+      while (snapshots.size > MAX_SNAPSHOTS) snapshots.delete(snapshots.keys().next().value!);
+      metadata.continue = Buffer.from(`${snapshot.id}:${next}`).toString("base64url");
+      metadata.remainingItemCount = snapshot.items.length - next;
+    } else snapshots.delete(snapshot.id);
+    return { apiVersion: apiVersionOf(r.type), kind: `${r.type.kind}List`, metadata, items };
   }
 
   function route(pathname: string): Route | undefined {
@@ -469,7 +558,24 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
       for (const o of itemsOf(r.type, r.namespace)) if (w.matches(o)) writeEvent(w, "ADDED", o);
     }
     watchers.add(w);
-    res.on("close", () => watchers.delete(w));
+    const timers: NodeJS.Timeout[] = [];
+    if (query.get("allowWatchBookmarks") === "true") {
+      // Everything up to the current resourceVersion has been sent: the client may resume from it.
+      const bookmark = () =>
+        writeEvent(w, "BOOKMARK", {
+          apiVersion: apiVersionOf(r.type),
+          kind: r.type.kind,
+          metadata: { resourceVersion: String(resourceVersion) },
+        });
+      bookmark();
+      timers.push(setInterval(bookmark, bookmarkIntervalMs).unref());
+    }
+    const timeoutSeconds = Number(query.get("timeoutSeconds"));
+    if (timeoutSeconds > 0) timers.push(setTimeout(() => res.end(), timeoutSeconds * 1000).unref());
+    res.on("close", () => {
+      watchers.delete(w);
+      for (const t of timers) clearTimeout(t);
+    });
   }
 
   /** Who made the request: the kubeconfig's token is `enforceRbac`'s identity, no token anonymous. */
@@ -569,6 +675,8 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
           if (r.name !== undefined) return existing ? send(200, existing) : send(404, notFound());
           if (url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1")
             return openWatch(r, url.searchParams, res);
+          if (url.searchParams.get("limit") || url.searchParams.get("continue"))
+            return send(200, listPage(r, url.searchParams));
           {
             const fields = fieldMatcher(url.searchParams.get("fieldSelector"));
             const labels = labelMatcher(url.searchParams.get("labelSelector"));
@@ -686,6 +794,34 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
     },
     holdLists(plural: string, ms: number) {
       listHolds.set(plural, ms);
+    },
+    listRequests(plural) {
+      return requests.filter(r => {
+        if (r.method !== "GET") return false;
+        const url = new URL(r.path, "http://stand-in");
+        const w = url.searchParams.get("watch");
+        return url.pathname.endsWith(`/${plural}`) && w !== "true" && w !== "1";
+      });
+    },
+    compact() {
+      droppedThrough = resourceVersion;
+      events = [];
+      snapshots.clear();
+    },
+    expireWatches(kind) {
+      const key = typeKey(typeOf(kind));
+      for (const w of [...watchers].filter(x => x.key === key)) {
+        writeEvent(w, "ERROR", status(410, "Expired", "too old resource version"));
+        w.res.end();
+        watchers.delete(w);
+      }
+    },
+    endWatches(kind) {
+      const key = typeKey(typeOf(kind));
+      for (const w of [...watchers].filter(x => x.key === key)) {
+        w.res.end();
+        watchers.delete(w);
+      }
     },
     setDown(value) {
       down = value;

@@ -5,6 +5,7 @@ import {
   fixedEvent,
   FixEvents,
   NAMESPACE_BUCKETS,
+  REMEMBERED,
   TokenBucket,
   type CoreEvent,
 } from "../../lib/events";
@@ -175,6 +176,24 @@ describe("writing them", () => {
     expect(
       (events as unknown as { namespaceBuckets: Map<string, unknown> }).namespaceBuckets.size,
     ).toBe(NAMESPACE_BUCKETS);
+  });
+
+  it("remembers a bounded number of pods: the oldest told is forgotten first", async () => {
+    const written: string[] = [];
+    const events = new FixEvents({
+      perSecond: 1_000_000,
+      write: async e => void written.push(e.involvedObject.name),
+      policies: () => policies,
+      now: () => NOW,
+    });
+    for (let i = 0; i <= REMEMBERED; i++)
+      await events.onPod(pod(`p${i}`, "security-context/runAsNonRoot"));
+    expect(written).toHaveLength(REMEMBERED + 1);
+    // The newest is still remembered; the first, past the bound, is not (it is told again).
+    await events.onPod(pod(`p${REMEMBERED}`, "security-context/runAsNonRoot"));
+    await events.onPod(pod("p0", "security-context/runAsNonRoot"));
+    expect(written.slice(REMEMBERED + 1)).toEqual(["p0"]);
+    expect((events as unknown as { seen: Set<string> }).seen.size).toBe(REMEMBERED);
   });
 
   it("a failed write is counted and logged, never thrown", async () => {

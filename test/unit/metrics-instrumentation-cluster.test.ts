@@ -1,18 +1,38 @@
 // Issue 30: the API calls of the admission path (SubjectAccessReviews, ServiceAccount creation)
 // and the cluster view's watch caches on /metrics. The API client is a fake: reviews answer, fail
-// or never answer; watches are event emitters the tests drive (a list completed, a watch given up).
-import { EventEmitter } from "node:events";
+// or never answer; list-watches are fakes whose handlers the tests drive (a list completed, a
+// watch failing).
+import type { ListWatchHandlers } from "../../lib/list-watch";
 
 let mockReviewError: unknown;
 let mockStall = false;
 let mockApplyError: unknown;
-const mockWatchers: { model: unknown; events: EventEmitter }[] = [];
+interface MockListWatch {
+  model: unknown;
+  handlers: ListWatchHandlers<KubernetesObject>;
+  synced: boolean;
+}
+const mockListWatches: MockListWatch[] = [];
+
+jest.mock("../../lib/list-watch", () => ({
+  ListWatch: class {
+    synced = false;
+    constructor(
+      readonly model: unknown,
+      readonly handlers: unknown,
+    ) {
+      mockListWatches.push(this as unknown as MockListWatch);
+    }
+    start = async () => undefined;
+    stop = () => undefined;
+  },
+}));
 
 jest.mock("kubernetes-fluent-client", () => {
   const actual = jest.requireActual("kubernetes-fluent-client");
   return {
     ...actual,
-    K8s: (model: unknown) => ({
+    K8s: () => ({
       Create: async (review: object) => {
         if (mockStall) await new Promise(() => {});
         if (mockReviewError) throw mockReviewError;
@@ -22,17 +42,11 @@ jest.mock("kubernetes-fluent-client", () => {
         if (mockApplyError) throw mockApplyError;
         return obj;
       },
-      Watch: () => {
-        const events = new EventEmitter();
-        mockWatchers.push({ model, events });
-        return { events, start: async () => undefined };
-      },
     }),
   };
 });
 
-import { GenericKind, kind } from "kubernetes-fluent-client";
-import { WatchEvent } from "kubernetes-fluent-client/dist/fluent/watch.js";
+import { GenericKind, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import { checkSecretAccess } from "../../capabilities/service-account/secret-access";
 import { AccessReviews, REVIEWS_PER_REQUEST } from "../../lib/access-reviews";
 import { SnapshotCluster, type ClusterView } from "../../lib/cluster";
@@ -233,9 +247,15 @@ describe("the cluster view's watch caches", () => {
     Object.fromEntries(
       await Promise.all(CACHES.map(async cache => [cache, await valueOf(cacheSynced, { cache })])),
     );
-  const watcherOf = (model: unknown) => mockWatchers.find(w => w.model === model)!.events;
+  const watchOf = (model: unknown) => mockListWatches.find(w => w.model === model)!;
+  /** What a ListWatch does on a complete list, and then its watch opens. */
+  const list = async (w: MockListWatch) => {
+    await w.handlers.onListStart?.();
+    await w.handlers.onListEnd?.();
+    w.synced = true;
+  };
 
-  it("only a started (live) view reports them: synced once listed, 0 after the watch gave up, aged from the last list", async () => {
+  it("only a started (live) view reports them: synced once listed, 0 while the watch fails, aged from the last list", async () => {
     // Stores of tests, never started, report nothing.
     const idle = new LiveCluster(undefined, { exemptionsNamespace: "pepr-system" });
     for (const [, store] of idle.caches()) store.synced = true;
@@ -246,14 +266,14 @@ describe("the cluster view's watch caches", () => {
       readVersion: async () => ({ gitVersion: "v1.32.0" }),
     });
     cluster.start();
-    expect(mockWatchers).toHaveLength(CACHES.length);
+    expect(mockListWatches).toHaveLength(CACHES.length);
     expect(await synced()).toEqual(Object.fromEntries(CACHES.map(c => [c, 0])));
     expect(await valueOf(cacheAge, { cache: "nodes" })).toBeUndefined();
 
     const listedAt = Date.now();
     const clock = jest.spyOn(Date, "now").mockReturnValue(listedAt);
-    watcherOf(kind.Namespace).emit(WatchEvent.LIST, []);
-    watcherOf(kind.Node).emit(WatchEvent.LIST, []);
+    await list(watchOf(kind.Namespace));
+    await list(watchOf(kind.Node));
     expect(await synced()).toEqual({
       ...Object.fromEntries(CACHES.map(c => [c, 0])),
       namespaces: 1,
@@ -266,19 +286,24 @@ describe("the cluster view's watch caches", () => {
     // An idle store set synced by a test changes nothing of the live ones'.
     expect(await valueOf(cacheSynced, { cache: "quotas" })).toBe(0);
 
-    // A watch that gives up no longer keeps its cache: not synced, until a list completes again.
-    watcherOf(kind.Node).emit(WatchEvent.GIVE_UP, new Error("Retry limit (3) exceeded"));
+    // A watch that fails no longer keeps its cache up to date: not synced, until it lists (or
+    // watches) again; the error is the store's lastError until then.
+    const nodes = watchOf(kind.Node);
+    nodes.synced = false;
+    nodes.handlers.onError?.(new Error("connect ECONNREFUSED"));
     expect(await valueOf(cacheSynced, { cache: "nodes" })).toBe(0);
     expect(await valueOf(cacheAge, { cache: "nodes" })).toBe(5);
+    expect(cluster.nodeStore.lastError).toBe("connect ECONNREFUSED");
     clock.mockReturnValue(listedAt + 8000);
-    watcherOf(kind.Node).emit(WatchEvent.LIST, []);
+    await list(nodes);
     expect(await valueOf(cacheSynced, { cache: "nodes" })).toBe(1);
     expect(await valueOf(cacheAge, { cache: "nodes" })).toBe(0);
+    expect(cluster.nodeStore.lastError).toBeUndefined();
 
     // The Exemptions' watch (a custom kind) is its own cache.
-    const exemptions = mockWatchers.filter(w => w.model === GenericKind);
+    const exemptions = mockListWatches.filter(w => w.model === GenericKind);
     expect(exemptions).toHaveLength(1);
-    exemptions[0].events.emit(WatchEvent.LIST, []);
+    await list(exemptions[0]);
     expect(await valueOf(cacheSynced, { cache: "exemptions" })).toBe(1);
   });
 

@@ -15,6 +15,7 @@ import {
 import type { KubeObject } from "../../lib/pod";
 import type { PolicyReport } from "../../lib/reports/policy-report";
 import { ReportScanner, type ReportStore } from "../../lib/reports/scanner";
+import { ScannerOverApi } from "./report-scan-support";
 import { defaultSettings } from "../../lib/settings";
 import { eventually } from "../support/wait";
 import { MetricsDelta, valueOf } from "./metrics-instrumentation-support";
@@ -72,7 +73,8 @@ function setup(options: { intervalMs?: number; debounceMs?: number } = {}) {
   };
   const store = new ListStore();
   // A long debounce: nothing is written by a timer during a test; flushPending writes.
-  const scanner = new ReportScanner(() => deps, store, {
+  // Judging again reads the objects again: from those the test handed over (report-scan-support).
+  const scanner = new ScannerOverApi(() => deps, store, {
     intervalMs: options.intervalMs ?? 0,
     maxResults: 1000,
     debounceMs: options.debounceMs ?? 60_000,

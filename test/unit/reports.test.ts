@@ -14,6 +14,7 @@ import {
   type PolicyReport,
 } from "../../lib/reports/policy-report";
 import { ReportScanner, type ReportStore } from "../../lib/reports/scanner";
+import { ScannerOverApi } from "./report-scan-support";
 import { defaultSettings, parseSettings } from "../../lib/settings";
 
 const NS = "ml";
@@ -91,7 +92,8 @@ function setup(
     policies,
   };
   const store = new ListStore();
-  const scanner = new ReportScanner(() => deps, store, {
+  // Judging again reads the objects again: from those the test handed over (report-scan-support).
+  const scanner = new ScannerOverApi(() => deps, store, {
     intervalMs: options.intervalMs ?? 0,
     maxResults: options.maxResults ?? 1000,
     // Long enough that no write falls due by itself during a test (on a busy machine too): the
