@@ -19,9 +19,11 @@
 //  5. the watcher started as the watcher Deployment runs it (the same bundle and ServiceAccount,
 //     PEPR_WATCH_MODE=true); its VmRSS and VmHWM read from /proc every 500 ms from its spawn;
 //  6. time until every report is right, seen through a watch on PolicyReports: in every namespace
-//     the set of pods named in the report's results equals the set of pods in it (their uids),
-//     no result left out (results-omitted), and the summary counts the results;
-//  7. RSS settled: the watcher's CPU quiet, then the median of 10 s of samples;
+//     the report names no pod but those in it, its summary counts its results (the omitted ones
+//     too), and it names every pod in the namespace (their uids) — or, when maxResults cut some
+//     pods' results out altogether, its summary counts a whole pod's results for each of them;
+//  7. RSS settled: the watcher's CPU quiet, then the median of 10 s of samples (once the reports
+//     are right, after the change, and --idle s later: V8 gives memory back lazily);
 //  8. a change a report shows: --changes pods of the audit namespaces replaced (deleted, and
 //     created again under a new name, privileged: admitted by the module in audit mode, judged
 //     `fail` by its report) at --change-rate per second; for each, the time from its create
@@ -32,18 +34,29 @@
 //   npm run bench:scale-cluster -- --pods 2000          the harness itself (a few minutes)
 //   ... --namespaces <n> --nodes <n> --concurrency <n> --changes <n> --change-rate <per s>
 //   ... --interval <s>       the reports' write interval (default: the module's, 30 s)
-//   ... --max-results <n>    results per report (default 20000: every pod named; see below)
+//   ... --max-results <n>    results per report (default: the module's, 1,000; see below)
 //   ... --rule <MiB>+<MiB>   the sizing rule to compare with: settled ≈ base + per 1,000 pods
-//   ... --rule-peak <x>      its peak factor (default 1.5)
-//   ... --label <name>  --tmpdir <dir>  --right-timeout <s>  --deadline <min>
+//                            (default docs/bench.md's: 300+2)
+//   ... --rule-peak <x>      its peak factor (default 1.4)
+//   ... --label <name>  --tmpdir <dir>  --right-timeout <s>  --idle <s>  --deadline <min>
 //
-// A report is cut at reports.maxResults (the default 1,000 holds ~10 pods' results of a namespace
-// of 100): "every pod named" needs them all, so the run raises it, and says so in the table.
+// Reports: each pod here has 39 results (a pass or a finding per rule), ~400 bytes each. The
+// module's default maxResults (1,000) cuts a report of 100 pods to ~470 KB; every pod is still
+// named (each has findings or skips, which come before the passes; seen at 20,000 pods). --max-results 20000 keeps
+// every result: ~1.5 MB a report, at etcd's default request limit (1.5 MiB), and slow to write.
 //
 // Bounded everywhere: each phase has a timeout, a watchdog stops the run after --deadline minutes,
 // and the control plane and every child are stopped on exit, on an error and on Ctrl-C.
 import { spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { request, Agent } from "node:https";
 import { cpus, loadavg, totalmem } from "node:os";
 import { basename, join, resolve } from "node:path";
@@ -69,12 +82,14 @@ function parseArgs(argv: string[]) {
     changes: 200,
     changeRate: 50,
     intervalS: undefined as number | undefined,
-    maxResults: 20_000,
-    rule: undefined as { base: number; per1000: number } | undefined,
-    rulePeak: 1.5,
+    maxResults: undefined as number | undefined,
+    // The watcher's sizing rule (docs/bench.md, issue 28): settled ≈ 300 MiB + 2 MiB per 1,000 pods.
+    rule: { base: 300, per1000: 2 },
+    rulePeak: 1.4,
     label: "",
     tmpdir: "/tmp/ag-scale-cluster",
     rightTimeoutS: 600,
+    idleS: 120,
     deadlineMin: 0,
   };
   const value = (i: number) => {
@@ -104,13 +119,16 @@ function parseArgs(argv: string[]) {
     else if (a === "--label") opts.label = value(i++);
     else if (a === "--tmpdir") opts.tmpdir = resolve(value(i++));
     else if (a === "--right-timeout") opts.rightTimeoutS = count(i++, 10);
+    else if (a === "--idle") opts.idleS = count(i++);
     else if (a === "--deadline") opts.deadlineMin = count(i++, 1);
     else throw new Error(`unknown argument ${a}`);
   }
   opts.pods = Math.floor(opts.pods);
   opts.namespaces = Math.min(Math.floor(opts.namespaces), opts.pods);
   // Creation at ≥ 20 pods/s, the watcher's phases and the fixed costs; a hung phase ends the run.
-  opts.deadlineMin ||= Math.ceil(15 + opts.pods / 20 / 60 + (opts.rightTimeoutS * 2) / 60);
+  opts.deadlineMin ||= Math.ceil(
+    15 + opts.pods / 20 / 60 + (opts.rightTimeoutS * 2 + opts.idleS) / 60,
+  );
   return opts;
 }
 const OPTS = parseArgs(process.argv.slice(2));
@@ -120,13 +138,13 @@ const SETTINGS_ENV: Record<string, string> = {
   LOG_LEVEL: "warn",
   // As bench/scale.ts: the "registry" pods fail registries, the others pass.
   ADMISSION_GUARD_REGISTRIES_ALLOWED: "ghcr.io/org,registry.internal",
-  ADMISSION_GUARD_REPORTS_MAX_RESULTS: String(OPTS.maxResults),
+  ...(OPTS.maxResults ? { ADMISSION_GUARD_REPORTS_MAX_RESULTS: String(OPTS.maxResults) } : {}),
   ...(OPTS.intervalS ? { ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: String(OPTS.intervalS) } : {}),
 };
 /** The module's default reports.intervalSeconds (lib/settings/schema.ts). */
 const INTERVAL_S = OPTS.intervalS ?? 30;
-/** Today's sizing rule (README, docs/bench.md, scripts/watcher-memory.mjs). */
-const TODAY_RULE = { base: 285, per1000: 33, peak: 1.5 };
+/** The sizing rule before issue 28, when the watcher kept every object whole. */
+const BEFORE_RULE = { base: 285, per1000: 33, peak: 1.5 };
 const SAMPLE_MS = 500;
 const SETTLE_S = 10;
 
@@ -469,6 +487,41 @@ function reportWatch(admin: KubeClient, agent: Agent, onChange: (ns: string) => 
 // ---------------------------------------------------------------------------------------------
 // The run
 
+/** A run of this script, alive (its pid still running this script). */
+function aliveRun(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("scale-cluster");
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One run per TMPDIR (the harness's state lives there); what a killed run left there and in
+ * bench/runs is removed (its control plane is the harness's to reap, at startControlPlane).
+ */
+function claimTmpdir() {
+  const pidFile = join(OPTS.tmpdir, "scale-cluster.pid");
+  let other = 0;
+  try {
+    other = Number(readFileSync(pidFile, "utf8"));
+  } catch {
+    // no run before, or it ended
+  }
+  if (other && other !== process.pid && aliveRun(other))
+    throw new Error(`run ${other} uses ${OPTS.tmpdir}: give this one another --tmpdir`);
+  for (const entry of readdirSync(OPTS.tmpdir))
+    if (/^admission-guard-(module|certs)-/.test(entry))
+      rmSync(join(OPTS.tmpdir, entry), { recursive: true, force: true });
+  const runs = join(REPO_ROOT, "bench/runs");
+  for (const entry of existsSync(runs) ? readdirSync(runs) : []) {
+    const m = /^scale-cluster-dist-(\d+)$/.exec(entry);
+    if (m && !aliveRun(Number(m[1]))) rmSync(join(runs, entry), { recursive: true, force: true });
+  }
+  writeFileSync(pidFile, String(process.pid));
+  cleanups.push({ what: "the pid file", run: async () => rmSync(pidFile, { force: true }) });
+}
+
 interface Settled {
   quiet: boolean;
   rssMb?: number;
@@ -496,6 +549,7 @@ interface ChangeResult {
   maxS?: number;
   rightAfter?: { right: number; wrong: string[] };
 }
+/** Memory in MiB (/proc's kB / 1024, as bench/proc.ts reads it), times in s. */
 interface WatcherResult {
   healthyS?: number;
   timeToRightS?: number;
@@ -512,6 +566,8 @@ interface WatcherResult {
   hwmSettledMb?: number;
   change?: ChangeResult;
   settledAfterChange?: Settled;
+  /** The median of 10 s of samples, --idle s after the change settled. */
+  idle?: { afterS: number; rssMb?: number; samples: number };
   hwmMb?: number;
   maxSampleMb?: number;
   cpuTotalS?: number;
@@ -551,8 +607,8 @@ async function main() {
   // The harness keeps its state under $TMPDIR/admission-guard-control-plane (and reaps what a dead
   // run left there): this run's own TMPDIR, set before the harness is loaded.
   mkdirSync(OPTS.tmpdir, { recursive: true });
+  claimTmpdir();
   process.env.TMPDIR = OPTS.tmpdir;
-  process.env.KUBEBUILDER_ASSETS ||= "/opt/k8s-bin";
   const { startControlPlane } = await import("../test/cluster/support/control-plane");
   const { KubeClient, statusMessage } = await import("../test/cluster/support/kube-client");
   const { installModule, readModuleManifest } = await import("../test/cluster/support/module");
@@ -753,26 +809,20 @@ async function main() {
 
   /** Whether a namespace's report is right: every pod in it named, and only those. */
   /**
-   * Whether a namespace's report is right. Whole (no result omitted): the pods its results name are
-   * exactly the pods in the namespace, and the summary counts its results. Cut at maxResults (only
-   * with a lower --max-results): every pod it names is in the namespace, the pods named have k
-   * results each, and the summary counts k for every pod in it (a pod missing or gone would be k
-   * more or fewer), the omitted ones included.
+   * Whether a namespace's report is right: it names no pod but those in the namespace, its summary
+   * counts its results (the omitted ones included), and either it names every pod in the namespace
+   * ("named") or — cut at maxResults (a lower --max-results), some pods' results all left out — its
+   * summary counts k results for every pod in it, k being what a whole pod has here ("counts": a pod
+   * missing or gone would be k more or fewer).
    */
-  const rightIn = (ns: string): "whole" | "counts" | undefined => {
+  const rightIn = (ns: string): "named" | "counts" | undefined => {
     const v = reports.views.get(ns);
     const want = expected.get(ns)!;
-    if (!v) return undefined;
-    if (!v.omitted) {
-      if (v.summaryTotal !== v.results || v.named.size !== want.size) return undefined;
-      for (const uid of want.values()) if (!v.named.has(uid)) return undefined;
-      return "whole";
-    }
+    if (!v || v.results + v.omitted !== v.summaryTotal) return undefined;
     const uids = new Set(want.values());
     for (const uid of v.named) if (!uids.has(uid)) return undefined;
-    const [k, kMax] = v.perPod;
-    if (k !== kMax || v.results + v.omitted !== v.summaryTotal) return undefined;
-    return v.summaryTotal === k * want.size ? "counts" : undefined;
+    if (v.named.size === want.size) return "named";
+    return v.omitted && v.summaryTotal === v.perPod[1] * want.size ? "counts" : undefined;
   };
   const standing = (): Standing => {
     let right = 0;
@@ -860,7 +910,7 @@ async function main() {
     if (s.right === OPTS.namespaces) {
       watcherOut.timeToRightS = round((now() - t0) / 1000, 2);
       watcherOut.rightBy = s.byCounts
-        ? `counts in ${s.byCounts}, every pod named in the others`
+        ? `counts in ${s.byCounts} reports, every pod named in the others`
         : "every pod named";
       break;
     }
@@ -873,7 +923,7 @@ async function main() {
       lastLog = now();
       log(
         `  ${((now() - t0) / 1000).toFixed(0)} s: ${s.right}/${OPTS.namespaces} reports right, ` +
-          `${s.missing} missing, ${s.named} pods named; watcher RSS ${sampler.last()?.rss.toFixed(0)} MB` +
+          `${s.missing} missing, ${s.named} pods named; watcher RSS ${sampler.last()?.rss.toFixed(0)} MiB` +
           (s.wrong.length ? ` (${s.wrong.join("; ")})` : ""),
       );
     }
@@ -909,7 +959,7 @@ async function main() {
   watcherOut.settled = settle;
   watcherOut.hwmSettledMb = round(memoryMb(pid).hwm);
   log(
-    `watcher settled at ${settle.rssMb} MB (quiet: ${settle.quiet}), VmHWM ${watcherOut.hwmSettledMb} MB`,
+    `watcher settled at ${settle.rssMb} MiB (quiet: ${settle.quiet}), VmHWM ${watcherOut.hwmSettledMb} MiB`,
   );
 
   // 8. A change the reports show: pods of the audit namespaces replaced by privileged ones.
@@ -1024,6 +1074,15 @@ async function main() {
 
   const after = await settled(pid, sampler);
   watcherOut.settledAfterChange = after;
+  // V8 gives memory back lazily: what the watcher holds once nothing has happened for a while.
+  if (OPTS.idleS) {
+    await sleep(OPTS.idleS * 1000);
+    const from = sampler.elapsed();
+    await sleep(SETTLE_S * 1000);
+    const xs = sampler.since(from).map(x => x.rss);
+    watcherOut.idle = { afterS: OPTS.idleS, rssMb: round(quantile(xs, 0.5)), samples: xs.length };
+    log(`watcher idle ${OPTS.idleS} s after the change: ${watcherOut.idle.rssMb} MiB`);
+  }
   watcherOut.hwmMb = round(memoryMb(pid).hwm);
   watcherOut.maxSampleMb = round(Math.max(...sampler.samples.map(s => s.rss)));
   watcherOut.cpuTotalS = round(cpuSeconds(pid), 2);
@@ -1059,8 +1118,11 @@ function table(r: RunResult): string {
   const c = r.create;
   const ch = w.change;
   const pods = OPTS.pods;
-  const today = TODAY_RULE.base + (TODAY_RULE.per1000 * pods) / 1000;
-  const rule = OPTS.rule ? OPTS.rule.base + (OPTS.rule.per1000 * pods) / 1000 : undefined;
+  const before = BEFORE_RULE.base + (BEFORE_RULE.per1000 * pods) / 1000;
+  const rule = OPTS.rule.base + (OPTS.rule.per1000 * pods) / 1000;
+  const peak = rule * OPTS.rulePeak;
+  const within = (x: number | undefined, limit: number) =>
+    x === undefined ? "" : x <= limit ? " ✓" : ` ✗ (${(x / limit).toFixed(2)}×)`;
   const right =
     w.timeToRightS !== undefined
       ? `${w.timeToRightS} s (healthy after ${fmt(w.healthyS, " s")}; first report ${fmt(w.firstReportS?.first, " s")}, half ${fmt(w.firstReportS?.p50, " s")}; right by ${w.rightBy})`
@@ -1086,21 +1148,21 @@ function table(r: RunResult): string {
     ["watcher time-to-right", right],
     [
       "watcher RSS settled (median of 10 s)",
-      `${fmt(w.settled?.rssMb, " MB")} (after the change: ${fmt(w.settledAfterChange?.rssMb, " MB")})`,
+      `${fmt(w.settled?.rssMb, " MiB")}${within(w.settled?.rssMb, rule)} once right; ` +
+        `${fmt(w.settledAfterChange?.rssMb, " MiB")}${within(w.settledAfterChange?.rssMb, rule)} after the change; ` +
+        `${fmt(w.idle?.rssMb, " MiB")}${within(w.idle?.rssMb, rule)} idle ${fmt(w.idle?.afterS, " s")} later`,
     ],
     [
       "watcher peak (VmHWM)",
-      `${fmt(w.hwmMb, " MB")} (largest sample ${fmt(w.maxSampleMb, " MB")})`,
+      `${fmt(w.hwmMb, " MiB")}${within(w.hwmMb, peak)} (largest sample ${fmt(w.maxSampleMb, " MiB")})`,
     ],
     [
-      "sizing rule (new)",
-      rule === undefined
-        ? "— (none given: --rule BASE+PER1000)"
-        : `settled ${rule.toFixed(0)} MiB, peak ${(rule * OPTS.rulePeak).toFixed(0)} MiB`,
+      `sizing rule: ${OPTS.rule.base} MiB + ${OPTS.rule.per1000} MiB per 1,000 pods, peak × ${OPTS.rulePeak}`,
+      `settled ${rule.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB (✓/✗ above)`,
     ],
     [
-      "sizing rule (today's: 285 MiB + 33 MiB per 1,000 pods)",
-      `settled ${today.toFixed(0)} MiB, peak ${(today * TODAY_RULE.peak).toFixed(0)} MiB`,
+      "the rule before issue 28: 285 MiB + 33 MiB per 1,000 pods, peak × 1.5",
+      `settled ${before.toFixed(0)} MiB, peak ${(before * BEFORE_RULE.peak).toFixed(0)} MiB`,
     ],
     ["change-to-report p50 / max", change],
     [
@@ -1110,7 +1172,7 @@ function table(r: RunResult): string {
     [
       "reports",
       `${fmt(w.reports?.count)}, largest ${fmt(Math.round((w.reports?.maxBytes ?? 0) / 1024), " KiB")}, ` +
-        `${fmt(w.reports?.resultsPerPod?.join("–"))} results per pod, maxResults ${OPTS.maxResults}`,
+        `${fmt(w.reports?.resultsPerPod?.join("–"))} results per pod shown, maxResults ${OPTS.maxResults ?? "1000 (the module's default)"}`,
     ],
     ["load average, 1 min (start / watcher start / right / end)", loads],
     ["run took", fmt(r.totalS, " s")],

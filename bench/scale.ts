@@ -39,6 +39,7 @@
 //   ... --bundle <path>                      another build of the module (a baseline)
 //   ... --label <name>                       named in the output file
 //   ... --only watcher|admission  --churn <s>  --settle <s>  --interval <s>
+//   ... --node-options <flags>               NODE_OPTIONS for the controllers (a heap cap)
 //
 // Every phase has a timeout and the run stops by itself (a watchdog per size). Raw numbers:
 // bench/runs/scale-<label>-<timestamp>.json, written after each size.
@@ -104,6 +105,8 @@ function parseArgs(argv: string[]) {
     churnS: 30,
     settleS: 10,
     intervalS: undefined as number | undefined,
+    /** NODE_OPTIONS for both controllers (e.g. a heap cap: --max-old-space-size=256). */
+    nodeOptions: undefined as string | undefined,
   };
   const value = (i: number) => {
     if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`);
@@ -130,6 +133,7 @@ function parseArgs(argv: string[]) {
     } else if (a === "--churn") opts.churnS = Number(value(i++));
     else if (a === "--settle") opts.settleS = Number(value(i++));
     else if (a === "--interval") opts.intervalS = Number(value(i++));
+    else if (a === "--node-options") opts.nodeOptions = value(i++);
     else throw new Error(`unknown argument ${a}`);
   }
   return opts;
@@ -144,13 +148,19 @@ const SETTINGS_ENV: Record<string, string> = {
   ...(OPTS.intervalS ? { ADMISSION_GUARD_REPORTS_INTERVAL_SECONDS: String(OPTS.intervalS) } : {}),
 };
 const SETTINGS = settingsFromEnv(SETTINGS_ENV);
+/** The controllers' environment: the settings, and NODE_OPTIONS when asked. */
+const CONTROLLER_ENV: Record<string, string> = {
+  LOG_LEVEL: "warn",
+  ...SETTINGS_ENV,
+  ...(OPTS.nodeOptions ? { NODE_OPTIONS: OPTS.nodeOptions } : {}),
+};
 const INTERVAL_S = SETTINGS.reports.intervalSeconds;
 /** Phase timeouts (s): a phase that overruns is recorded as such, and the run goes on. */
 const TIMEOUT = {
   start: 300,
   reportsRight: 600,
   quiet: 90,
-  probes: INTERVAL_S + 120,
+  probes: INTERVAL_S + 270,
   synced: 300,
 };
 /** Per size, everything included; then the run stops with what it has. */
@@ -212,10 +222,35 @@ function childRunning(bundle: string): number | undefined {
   return undefined;
 }
 
-/** VmRSS every 200 ms from the child's start (`since` reads a phase's samples). */
+interface Sample {
+  /** Seconds since the sampler started. */
+  t: number;
+  /** The child's VmRSS (MiB). */
+  mb: number;
+  /** The child's CPU seconds, and this process's (the stand-in's): who is busy when. */
+  cpu: number;
+  benchCpu: number;
+}
+
+/** The busiest `windowS` of each process between two times: CPU seconds per second. */
+function busiest(samples: Sample[], fromS: number, toS: number, windowS = 10) {
+  const xs = samples.filter(x => x.t >= fromS && x.t <= toS);
+  let child = 0;
+  let bench = 0;
+  for (let i = 0, j = 0; i < xs.length; i++) {
+    while (xs[i].t - xs[j].t > windowS) j++;
+    const dt = xs[i].t - xs[j].t;
+    if (dt < windowS / 2) continue;
+    child = Math.max(child, (xs[i].cpu - xs[j].cpu) / dt);
+    bench = Math.max(bench, (xs[i].benchCpu - xs[j].benchCpu) / dt);
+  }
+  return { child: Number(child.toFixed(2)), bench: Number(bench.toFixed(2)) };
+}
+
+/** VmRSS and CPU every 200 ms from the child's start (`since` reads a phase's samples). */
 function rssSampler(bundle: string) {
   let pid: number | undefined;
-  const samples: { t: number; mb: number }[] = [];
+  const samples: Sample[] = [];
   const t0 = now();
   let over = false;
   const timer = setInterval(() => {
@@ -223,7 +258,13 @@ function rssSampler(bundle: string) {
     if (!pid) return;
     try {
       const { rss } = memoryMb(pid);
-      samples.push({ t: (now() - t0) / 1000, mb: rss });
+      const bench = process.cpuUsage();
+      samples.push({
+        t: (now() - t0) / 1000,
+        mb: rss,
+        cpu: cpuSeconds(pid),
+        benchCpu: (bench.user + bench.system) / 1e6,
+      });
       if (rss > CHILD_RSS_LIMIT_MB) over = true;
     } catch {
       // exited
@@ -555,7 +596,7 @@ async function watcherRun(
     watcher = await startWatcher({
       api,
       bundle: OPTS.bundle,
-      env: { LOG_LEVEL: "warn", ...SETTINGS_ENV },
+      env: CONTROLLER_ENV,
       startTimeoutMs: TIMEOUT.start * 1000,
     });
     out.healthyS = s(now());
@@ -593,6 +634,7 @@ async function watcherRun(
       state = check();
     }
     out.cpuAtRightS = cpuSeconds(pid);
+    out.startBusiest = busiest(sampler.samples, 0, sampler.elapsed());
     out.hwmAtRightMb = memoryMb(pid).hwm;
     out.reportWritesAtRight = requests.counts.reportWrites;
     if (out.reportsRightS !== undefined) log(`every report right after ${out.reportsRightS} s`);
@@ -622,9 +664,12 @@ async function watcherRun(
     // The CPU each side spends from the churn's start until every report is right again.
     const cpu0 = { watcher: cpuSeconds(pid), bench: process.cpuUsage() };
     const churnFromS = metrics.elapsed();
+    const churnFromSample = sampler.elapsed();
     const churn = await churnRun(api, l, size.pods, sampler, rightAfter);
     const benchCpu = process.cpuUsage(cpu0.bench);
     out.churnCpu = {
+      /** CPU seconds per second in the busiest 10 s: 1 is a whole core (a saturated event loop). */
+      busiest: busiest(sampler.samples, churnFromSample, sampler.elapsed()),
       watcherS: Number((cpuSeconds(pid) - cpu0.watcher).toFixed(1)),
       benchS: Number(((benchCpu.user + benchCpu.system) / 1e6).toFixed(1)),
       wallS: Number((metrics.elapsed() - churnFromS).toFixed(1)),
@@ -654,7 +699,6 @@ async function watcherRun(
   } catch (e) {
     out.error = String(e instanceof Error ? e.message : e).slice(0, 2000);
     log(`watcher: ${out.error}`);
-    if (watcher) out.logTail = watcher.logs().slice(-3000);
     const pid = sampler.pid();
     if (pid)
       try {
@@ -665,6 +709,8 @@ async function watcherRun(
   } finally {
     requests.stop();
     metrics?.stop();
+    // What it warned about (re-lists, failed writes), success or not.
+    if (watcher) out.logTail = watcher.logs().slice(-6000);
     await watcher?.stop();
     sampler.stop();
   }
@@ -677,12 +723,17 @@ async function watcherRun(
 }
 
 /** Keeps at most ~600 samples of a series (every k-th, and the largest). */
-function thin(samples: { t: number; mb: number }[]) {
+function thin(samples: Sample[]) {
   const k = Math.max(1, Math.ceil(samples.length / 600));
   const max = samples.reduce((m, x) => (x.mb > (m?.mb ?? 0) ? x : m), samples[0]);
   return samples
     .filter((x, i) => i % k === 0 || x === max)
-    .map(x => [Number(x.t.toFixed(1)), Math.round(x.mb)]);
+    .map(x => [
+      Number(x.t.toFixed(1)),
+      Math.round(x.mb),
+      Number(x.cpu.toFixed(2)),
+      Number(x.benchCpu.toFixed(2)),
+    ]);
 }
 
 /**
@@ -827,7 +878,7 @@ async function admissionRun(api: StandInApi, l: ClusterLayout) {
     controller = await startController({
       api,
       bundle: OPTS.bundle,
-      env: { LOG_LEVEL: "warn", ...SETTINGS_ENV },
+      env: CONTROLLER_ENV,
       startTimeoutMs: TIMEOUT.start * 1000,
     });
     out.healthyS = s(now());
@@ -1016,6 +1067,14 @@ function table(results: R[]): string {
       ),
     ],
     [
+      "  … busiest 10 s before right: watcher / bench (cores)",
+      "",
+      ...results.map(
+        r =>
+          `${fmt(r.watcher?.startBusiest?.child, 2)} / ${fmt(r.watcher?.startBusiest?.bench, 2)}`,
+      ),
+    ],
+    [
       "  … counts right / /healthz (s)",
       "",
       ...results.map(r => `${fmt(r.watcher?.countsRightS)} / ${fmt(r.watcher?.healthyS)}`),
@@ -1050,7 +1109,7 @@ function table(results: R[]): string {
       "",
       ...results.map(
         r =>
-          `${fmt(r.watcher?.churnCpu?.watcherS, 0)} / ${fmt(r.watcher?.churnCpu?.benchS, 0)} in ${fmt(r.watcher?.churnCpu?.wallS, 0)}`,
+          `${fmt(r.watcher?.churnCpu?.watcherS, 0)} / ${fmt(r.watcher?.churnCpu?.benchS, 0)} in ${fmt(r.watcher?.churnCpu?.wallS, 0)}; busiest 10 s ${fmt(r.watcher?.churnCpu?.busiest?.child, 2)} / ${fmt(r.watcher?.churnCpu?.busiest?.bench, 2)}`,
       ),
     ],
     [
@@ -1150,6 +1209,7 @@ async function main() {
       intervalSeconds: INTERVAL_S,
       maxResults: SETTINGS.reports.maxResults,
     },
+    nodeOptions: OPTS.nodeOptions,
     churn: { rate: CHURN_RATE, seconds: OPTS.churnS },
     settleSeconds: OPTS.settleS,
     targets: TARGETS,
@@ -1178,7 +1238,7 @@ async function main() {
     writeFileSync(file, JSON.stringify(run, null, 2));
   }
   console.log(
-    `\nbench:scale${OPTS.label ? ` (${OPTS.label})` : ""}: ${basename(OPTS.bundle)}, ${cpus().length} cores, reports interval ${INTERVAL_S} s, churn ${CHURN_RATE} pods/s for ${OPTS.churnS} s\n`,
+    `\nbench:scale${OPTS.label ? ` (${OPTS.label})` : ""}: ${basename(OPTS.bundle)}, ${cpus().length} cores, reports interval ${INTERVAL_S} s, churn ${CHURN_RATE} pods/s for ${OPTS.churnS} s${OPTS.nodeOptions ? `, NODE_OPTIONS=${OPTS.nodeOptions}` : ""}\n`,
   );
   console.log(table(run.sizes));
   console.log(`\nraw numbers: ${file}`);
