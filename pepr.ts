@@ -88,8 +88,11 @@ if (!raiseWebhookBodyLimit()) Log.warn("could not raise Pepr's request body limi
 if (!building && !installLinearClone())
   Log.warn("could not replace Pepr's request copy (ramda clone)");
 // Our metrics on Pepr's /metrics, and every review timed and counted (docs/operations.md).
-if (!building && !(serveWithPepr() && installReviewMetrics()))
+if (!building && !serveWithPepr())
   Log.warn("could not add admission-guard's metrics to Pepr's /metrics");
+// The watcher serves no reviews.
+if (!building && !watcher && !installReviewMetrics())
+  Log.warn("could not count admission reviews on /metrics");
 // The admission pods' preStop hook drains them before Pepr closes its server (a rollout or a
 // deleted pod then refuses no request).
 if (!building && !watcher && !installGracefulDrain())

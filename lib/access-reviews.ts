@@ -11,7 +11,7 @@
 // namespaces × accounts × secrets must not grow the controller's memory without bound.
 import { K8s, kind } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, CALL, CallSlots, describeError, withBudget } from "./api-calls";
-import { apiCalls, budgetExhausted, recordApiCall } from "./metrics";
+import { budgetExhausted, recordApiCall, recordSkipped } from "./metrics";
 import { serviceAccountUser, type SecretAccess } from "./rbac";
 import type { Logger } from "./watched-store";
 
@@ -64,8 +64,8 @@ export class AccessReviews {
       if (cached && cached.expires > now) allowed.set(secret, cached.allowed);
       else ask.push(secret);
     }
+    /** The next secret to ask about: those before it were asked (started), the rest not. */
     let next = 0;
-    let started = 0;
     let failed = 0;
     /** A review that started and ran out of time at the deadline. */
     let cut = false;
@@ -74,12 +74,11 @@ export class AccessReviews {
       while (next < ask.length && Date.now() < deadline) {
         const release = await slots.acquire(deadline);
         if (!release) return;
+        // Another worker may have taken the last secret, or the deadline passed, meanwhile.
+        if (next >= ask.length || Date.now() >= deadline) return release();
         const secret = ask[next++];
-        let begun: number | undefined;
+        const begun = Date.now();
         try {
-          if (secret === undefined || Date.now() >= deadline) return;
-          started++;
-          begun = Date.now();
           const ok = await withBudget(
             this.review(namespace, serviceAccount, secret),
             deadline - Date.now(),
@@ -100,8 +99,8 @@ export class AccessReviews {
     };
     await Promise.all(Array.from({ length: Math.min(REVIEWS_PER_REQUEST, ask.length) }, worker));
     // Every review not started was left out by the deadline (the loop, a slot's wait, the check).
-    const notStarted = ask.length - started;
-    if (notStarted) apiCalls.inc({ call: CALL.accessReview, outcome: "skipped" }, notStarted);
+    const notStarted = ask.length - next;
+    recordSkipped(CALL.accessReview, notStarted);
     if (notStarted || cut) budgetExhausted.inc({ what: "access-review" });
     if (failed || notStarted)
       this.log?.warn(

@@ -12,6 +12,7 @@ import {
   mutate,
   reasonOf,
   type AdmissionInput,
+  type DecisionEvent,
   type EngineDeps,
 } from "./engine";
 import { recordDecision } from "./metrics";
@@ -71,12 +72,28 @@ async function settledInputOf(req: Request): Promise<AdmissionInput> {
   return input;
 }
 
+/**
+ * The decisions on /metrics: one increment per capability, rule and outcome, by how many events
+ * it had (a pod author chooses how many containers, hence events, a request brings).
+ */
+function countDecisions(events: readonly DecisionEvent[]): void {
+  const groups = new Map<string, { event: DecisionEvent; count: number }>();
+  for (const event of events) {
+    const key = `${event.capability}\0${event.rule ?? ""}\0${event.outcome}`;
+    const group = groups.get(key);
+    if (group) group.count++;
+    else groups.set(key, { event, count: 1 });
+  }
+  for (const { event, count } of groups.values())
+    recordDecision(event.capability, event.outcome, count, event.rule);
+}
+
 async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Policy[]) {
   try {
     const result = await mutate(await settledInputOf(req), configured(), acting);
     for (const e of result.errors)
       Log.error({ capability: e.capability, uid: req.Request.uid }, e.message);
-    for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
+    countDecisions(result.events);
   } catch (e) {
     // A throw here would make Pepr (onError: reject) refuse the pod with no word of why; the
     // validating webhook says it instead (its own call fails the same way, with the reason).
@@ -87,7 +104,7 @@ async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Poli
 async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: Policy[]) {
   try {
     const result = await answer(await settledInputOf(req), configured(), acting);
-    for (const e of result.events) recordDecision(e.capability, e.outcome, 1, e.rule);
+    countDecisions(result.events);
     const warnings = result.warnings.length ? result.warnings : undefined;
     // warn, not info: the deployed module runs at LOG_LEVEL=warn (Pepr's per-request info lines
     // pile up in memory under load), and denials and exemptions used are what an operator audits.

@@ -20,7 +20,7 @@ export const WEBHOOK_BODY_LIMIT = "8mb";
 const WRAPPED = Symbol.for("admission-guard.body-limit");
 
 /** express.json; WRAPPED lists the wraps applied (a second call with the same tag changes nothing). */
-export type JsonFactory = ((options?: Record<string, unknown>) => unknown) & { [WRAPPED]?: string };
+type JsonFactory = ((options?: Record<string, unknown>) => unknown) & { [WRAPPED]?: string };
 
 /**
  * Makes every later `express.json(...)` of Pepr's express use `limit`. Idempotent. Returns false

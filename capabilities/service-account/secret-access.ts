@@ -11,7 +11,7 @@
 // serviceAccount.maxSecretReviews distinct secrets are asked about per object, all roles of a
 // workload together and within one deadline; the rest are "not checked", said in a warning.
 import { API_BUDGET_MS, CALL } from "../../lib/api-calls";
-import { apiCalls } from "../../lib/metrics";
+import { recordSkipped } from "../../lib/metrics";
 import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
 import type { PodTemplateRef } from "../../lib/pod";
 import { envName } from "../../lib/settings";
@@ -156,8 +156,7 @@ export async function checkSecretAccess(
   const what = target.isTemplate ? `the pods of ${describeObject(object)}` : describeObject(object);
   const { asked, take: secrets, skipped } = withinCap([...refs.keys()], ctx);
   // Reviews the cap left out, on /metrics (a snapshot makes no API calls).
-  if (skipped && ctx.cluster.source === "live")
-    apiCalls.inc({ call: CALL.accessReview, outcome: "skipped" }, skipped);
+  if (ctx.cluster.source === "live") recordSkipped(CALL.accessReview, skipped);
   const beyondCap = refs.size - secrets.length;
   if (beyondCap) {
     const cap = ctx.settings.serviceAccount.maxSecretReviews;

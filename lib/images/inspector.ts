@@ -166,12 +166,13 @@ export class ImageInspector {
   ): Promise<Map<string, ImageLookup>> {
     const answers = new Map<string, ImageLookup>();
     const pending: Promise<void>[] = [];
+    let hits = 0;
     for (const ref of refs) {
       if (answers.has(ref.normalised)) continue;
       const own = ownKey(options.own, ref.registry);
       const hit = this.cached(ref, platform, own);
       if (hit) {
-        imageLookups.inc({ outcome: "hit" });
+        hits++;
         answers.set(ref.normalised, hit);
         continue;
       }
@@ -182,6 +183,8 @@ export class ImageInspector {
         ),
       );
     }
+    // Once per request, not per image: a pod author chooses how many images it names.
+    if (hits) imageLookups.inc({ outcome: "hit" }, hits);
     if (!pending.length) return answers;
     const budgetMs = this.options.budgetMs;
     const waitMs = Math.min(budgetMs, (options.deadline ?? Infinity) - Date.now());

@@ -6,7 +6,7 @@
 //
 // Our registry is served on the controller's /metrics after Pepr's own (lib/metrics/serve.ts).
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { BoundedLabel } from "./bounded-label";
+import { BoundedLabel, OTHER } from "./bounded-label";
 
 export const registry = new Registry();
 
@@ -15,9 +15,9 @@ export const REVIEW_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 7.5, 10,
 ];
 /** Registry reads and API calls: 5 ms to the 10 s lookup timeout. */
-export const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Report lag: from a change seen by the watcher to its report written. */
-export const LAG_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+const LAG_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 // Values from requests: the kinds the webhook is sent are bounded by its rules, rules by the
 // capabilities; the caps only guard against what nobody planned for.
@@ -28,14 +28,14 @@ const OPERATIONS = new Set(["CREATE", "UPDATE", "DELETE", "CONNECT"]);
 
 // ---- admission (the admission controller) ----
 
-export const admissionRequests = new Counter({
+const admissionRequests = new Counter({
   name: "admission_guard_admission_requests_total",
   help: "Admission reviews answered, by step (mutate, validate), kind, operation and outcome (allowed, patched, denied, error, unauthorized)",
   labelNames: ["step", "kind", "operation", "outcome"] as const,
   registers: [registry],
 });
 
-export const reviewDuration = new Histogram({
+const reviewDuration = new Histogram({
   name: "admission_guard_admission_review_duration_seconds",
   help: "Time from a review's arrival to its answer sent, body parsing included, by step (mutate, validate)",
   labelNames: ["step"] as const,
@@ -43,7 +43,7 @@ export const reviewDuration = new Histogram({
   registers: [registry],
 });
 
-export const decisions = new Counter({
+const decisions = new Counter({
   name: "admission_guard_decisions_total",
   help: "Decisions by capability, rule and outcome (fixed, allowed, denied, allowed-warn, allowed-audit, exempted)",
   labelNames: ["capability", "rule", "outcome"] as const,
@@ -79,6 +79,26 @@ export const imageEgressRefused = new Counter({
   registers: [registry],
 });
 
+/**
+ * A gauge by cache, set at scrape time from what `values` reads then (a cache whose value is
+ * undefined gets no series).
+ */
+function perCacheGauge(
+  name: string,
+  help: string,
+  values: () => Iterable<readonly [cache: string, value: number | undefined]>,
+): Gauge<"cache"> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ["cache"] as const,
+    registers: [registry],
+    collect() {
+      for (const [cache, value] of values()) if (value !== undefined) this.set({ cache }, value);
+    },
+  });
+}
+
 type ImageCacheSizes = Record<string, { entries: number; bytes: number }>;
 let imageCaches: (() => ImageCacheSizes) | undefined;
 /** The image inspector of this process reports its cache sizes (read at scrape time). */
@@ -86,27 +106,21 @@ export function observeImageCaches(sizes: () => ImageCacheSizes): void {
   imageCaches = sizes;
 }
 
-export const imageCacheEntries = new Gauge({
-  name: "admission_guard_image_cache_entries",
-  help: "Entries held by each image cache (configs, resolved tags, remembered failures)",
-  labelNames: ["cache"] as const,
-  registers: [registry],
-  collect() {
-    if (!imageCaches) return;
-    for (const [cache, size] of Object.entries(imageCaches())) this.set({ cache }, size.entries);
-  },
-});
+// Each gauge reads the sizes itself (a few numbers the caches keep): either is right read alone.
+const imageCacheSize = (of: "entries" | "bytes") => () =>
+  Object.entries(imageCaches?.() ?? {}).map(([cache, size]) => [cache, size[of]] as const);
 
-export const imageCacheBytes = new Gauge({
-  name: "admission_guard_image_cache_bytes",
-  help: "Bytes held by each image cache, as counted against its byte cap",
-  labelNames: ["cache"] as const,
-  registers: [registry],
-  collect() {
-    if (!imageCaches) return;
-    for (const [cache, size] of Object.entries(imageCaches())) this.set({ cache }, size.bytes);
-  },
-});
+export const imageCacheEntries = perCacheGauge(
+  "admission_guard_image_cache_entries",
+  "Entries held by each image cache (configs, resolved tags, remembered failures)",
+  imageCacheSize("entries"),
+);
+
+export const imageCacheBytes = perCacheGauge(
+  "admission_guard_image_cache_bytes",
+  "Bytes held by each image cache, as counted against its byte cap",
+  imageCacheSize("bytes"),
+);
 
 // ---- API calls and the cluster view ----
 
@@ -136,29 +150,23 @@ export function observeCache(cache: string, state: CacheState): void {
   caches.set(cache, state);
 }
 
-export const cacheSynced = new Gauge({
-  name: "admission_guard_cache_synced",
-  help: "1 when the watch cache has listed and is watching, else 0 (rules that read it answer 'not checked' meanwhile)",
-  labelNames: ["cache"] as const,
-  registers: [registry],
-  collect() {
-    for (const [cache, state] of caches) this.set({ cache }, state.synced() ? 1 : 0);
-  },
-});
+export const cacheSynced = perCacheGauge(
+  "admission_guard_cache_synced",
+  "1 when the watch cache has listed and is watching, else 0 (rules that read it answer 'not checked' meanwhile)",
+  () => [...caches].map(([cache, state]) => [cache, state.synced() ? 1 : 0] as const),
+);
 
-export const cacheAge = new Gauge({
-  name: "admission_guard_cache_age_seconds",
-  help: "Seconds since the watch cache last listed in full (absent before its first list)",
-  labelNames: ["cache"] as const,
-  registers: [registry],
-  collect() {
+export const cacheAge = perCacheGauge(
+  "admission_guard_cache_age_seconds",
+  "Seconds since the watch cache last listed in full (absent before its first list)",
+  () => {
     const now = Date.now();
-    for (const [cache, state] of caches) {
+    return [...caches].map(([cache, state]) => {
       const last = state.lastSyncMs();
-      if (last !== undefined) this.set({ cache }, Math.max(0, (now - last) / 1000));
-    }
+      return [cache, last === undefined ? undefined : Math.max(0, (now - last) / 1000)] as const;
+    });
   },
-});
+);
 
 // ---- arming ----
 
@@ -241,10 +249,15 @@ export function recordReview(
   step: "mutate" | "validate",
   review: { kind?: unknown; operation?: unknown; outcome: string; seconds: number },
 ): void {
+  // Not a review: a caller without the API path names no label and moves no latency alerts read.
+  if (review.outcome === "unauthorized") {
+    admissionRequests.inc({ step, kind: OTHER, operation: OTHER, outcome: review.outcome });
+    return;
+  }
   const operation =
     typeof review.operation === "string" && OPERATIONS.has(review.operation)
       ? review.operation
-      : "other";
+      : OTHER;
   admissionRequests.inc({ step, kind: kinds.of(review.kind), operation, outcome: review.outcome });
   reviewDuration.observe({ step }, review.seconds);
 }
@@ -254,8 +267,13 @@ export function recordJudged(kind: unknown): void {
   watcherObjectsJudged.inc({ kind: kinds.of(kind) });
 }
 
-/** An API call on the admission path, timed from `startMs` (Date.now()). */
-export function recordApiCall(call: string, outcome: "ok" | "error" | "skipped", startMs?: number) {
+/** An API call on the admission path, made and timed from `startMs` (Date.now()). */
+export function recordApiCall(call: string, outcome: "ok" | "error", startMs: number): void {
   apiCalls.inc({ call, outcome });
-  if (startMs !== undefined) apiCallDuration.observe({ call }, (Date.now() - startMs) / 1000);
+  apiCallDuration.observe({ call }, (Date.now() - startMs) / 1000);
+}
+
+/** `n` API calls on the admission path left out (a cap, a deadline); none made, none timed. */
+export function recordSkipped(call: string, n: number): void {
+  if (n > 0) apiCalls.inc({ call, outcome: "skipped" }, n);
 }

@@ -2,6 +2,7 @@
 // timed and counted where it enters Pepr's server. Pepr 1.1.4's collector keeps its prom-client
 // registry private and offers label-less counters only, so /metrics answers Pepr's series and then
 // ours; and its own pepr_mutate/pepr_validate summaries stay at 0, so we measure the review here.
+import { readFileSync } from "node:fs";
 import { collectDefaultMetrics } from "prom-client";
 import { metricsCollector } from "pepr";
 import { wrapPeprJson } from "../webhook-body-limit";
@@ -36,8 +37,9 @@ interface ReviewRequest {
 }
 interface ReviewResponse {
   statusCode: number;
+  writableFinished: boolean;
   send: (body?: unknown) => unknown;
-  on(event: "finish", listener: () => void): unknown;
+  on(event: "close", listener: () => void): unknown;
 }
 type Middleware = (req: ReviewRequest, res: ReviewResponse, next: (err?: unknown) => void) => void;
 
@@ -47,6 +49,18 @@ function stepOf(req: ReviewRequest): "mutate" | "validate" | undefined {
   if (req.path.startsWith("/mutate/")) return "mutate";
   if (req.path.startsWith("/validate/")) return "validate";
   return undefined;
+}
+
+/**
+ * Pepr's secret API path, read as Pepr reads it (its controller: PEPR_API_PATH, else the mounted
+ * Secret); undefined where there is none (the watcher, a test without one).
+ */
+export function peprApiPath(): string | undefined {
+  try {
+    return process.env.PEPR_API_PATH || readFileSync("/app/api-path/value", "utf8").trim();
+  } catch {
+    return undefined;
+  }
 }
 
 /** What the review's answer says: the AdmissionReview Pepr sends, or none (an error page). */
@@ -62,12 +76,15 @@ export function outcomeOf(
 }
 
 /**
- * Times and counts every admission review, from before its body is parsed to its answer sent, by
- * wrapping the middleware of Pepr's `express.json` (as the drain does). The kind and operation
- * come from the review only once Pepr accepted its API path: an unauthenticated caller's made-up
- * kinds never reach a label.
+ * Times and counts every admission review, from before its body is parsed to its answer sent (or
+ * the connection closed: a review the API server gave up on counts as an error), by wrapping the
+ * middleware of Pepr's `express.json` (as the drain does). Only a request on Pepr's API path (or
+ * one Pepr answered with a review) is a review: anything else is `unauthorized`, whatever its
+ * status (401, or 404, 400 and 413 before Pepr looked at the path), its made-up kind never a label
+ * and its time not in the review histogram.
  */
-export function installReviewMetrics(): boolean {
+export function installReviewMetrics(apiPath: string | undefined = peprApiPath()): boolean {
+  const accepted = new Set(apiPath ? [`/mutate/${apiPath}`, `/validate/${apiPath}`] : []);
   return wrapPeprJson(
     original => options => {
       const parse = original(options) as Middleware;
@@ -83,9 +100,14 @@ export function installReviewMetrics(): boolean {
             answer = (body as { response?: typeof answer }).response ?? {};
           return send.call(this, body);
         };
-        res.on("finish", () => {
-          const outcome = outcomeOf(step, res.statusCode, answer);
-          const request = outcome === "unauthorized" ? undefined : req.body?.request;
+        res.on("close", () => {
+          const review = accepted.has(req.path ?? "") || answer !== undefined;
+          const outcome = !review
+            ? "unauthorized"
+            : res.writableFinished
+              ? outcomeOf(step, res.statusCode, answer)
+              : "error";
+          const request = review ? req.body?.request : undefined;
           recordReview(step, {
             kind: request?.kind?.kind,
             operation: request?.operation,

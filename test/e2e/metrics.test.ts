@@ -108,6 +108,29 @@ describe("admission metrics on the controller's /metrics", () => {
     expect(forged).toEqual([]);
   });
 
+  it("requests off the API path (no path, a malformed or oversize body) are unauthorized, untimed", async () => {
+    const histogramCount =
+      'admission_guard_admission_review_duration_seconds_count{step="validate"}';
+    const before = await scrape();
+    const forged: AdmissionReview = workloadReview(demoDeployment(), "CREATE");
+    forged.request!.kind = { group: "", version: "v1", kind: `Forged${randomUUID().slice(0, 8)}` };
+    // Pepr's router never sees these: express answers 404, or the body parser 400 and 413.
+    const noPath = await env.controller.post("/validate/", JSON.stringify(forged));
+    expect(noPath.status).toBe(404);
+    const malformed = await env.controller.post("/validate/not-the-api-path", "{not json");
+    expect(malformed.status).toBe(400);
+    const oversize = await env.controller.post(
+      "/validate/not-the-api-path",
+      JSON.stringify({ padding: "x".repeat(9 * 1024 * 1024) }),
+    );
+    expect(oversize.status).toBe(413);
+    const after = await scrape();
+    expect(delta(before, after, requests("validate", "other", "other", "unauthorized"))).toBe(3);
+    expect(delta(before, after, requests("validate", "other", "other", "error"))).toBe(0);
+    expect(delta(before, after, histogramCount)).toBe(0);
+    expect([...after.keys()].filter(key => key.includes("Forged"))).toEqual([]);
+  });
+
   it("serves Node's process metrics and Pepr's own series next to ours", async () => {
     const samples = await scrape();
     expect(samples.get("process_resident_memory_bytes")).toBeGreaterThan(0);

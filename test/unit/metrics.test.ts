@@ -117,6 +117,23 @@ describe("recording", () => {
     // 3 ms lands in the 5 ms bucket, not in the 2.5 ms one.
     expect((le(0.005) ?? 0) - (le(0.0025) ?? 0)).toBeGreaterThanOrEqual(2);
     expect(await observations()).toBe(countBefore + 2);
+    // A request off the API path is counted, but it is nobody's review: its time is not observed.
+    const unauthorized = {
+      step: "validate",
+      kind: "other",
+      operation: "other",
+      outcome: "unauthorized",
+    };
+    const unauthorizedBefore = await sample(requests, unauthorized);
+    recordReview("validate", {
+      kind: "X",
+      operation: "CREATE",
+      outcome: "unauthorized",
+      seconds: 9,
+    });
+    expect(await sample(requests, { ...unauthorized, kind: "X", operation: "CREATE" })).toBe(0);
+    expect(await sample(requests, unauthorized)).toBe(unauthorizedBefore + 1);
+    expect(await observations()).toBe(countBefore + 2);
   });
 
   it("a decision, by capability, rule and outcome", async () => {
