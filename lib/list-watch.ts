@@ -13,7 +13,8 @@
 // undici Agent k8sCfg builds (its `request`, not a fetch of another undici copy: Node's built-in
 // fetch and the package's undici are different versions); one Agent per ListWatch, replaced after
 // a transport failure, closed by stop().
-// Memory: a list page (pageSize objects) at a time, each object handed over in turn and released;
+// Memory: a list page (pageSize objects, at most MAX_PAGE_BYTES: a longer one is asked for again
+// with half the limit) at a time, each object handed over in turn and released;
 // a watch line at a time (at most MAX_LINE_BYTES). Backpressure: the next object, and the next
 // page or stream chunk, is read only once the consumer's promise settled.
 //
@@ -56,12 +57,24 @@ export interface ListWatchOptions {
   pageTimeoutMs?: number;
   /** A watch event (one line) longer than this is an error (default MAX_LINE_BYTES, 16 MiB). */
   maxEventBytes?: number;
+  /**
+   * A list page longer than this is asked for again with half the limit (default MAX_PAGE_BYTES,
+   * 64 MiB); a single object over it is an error.
+   */
+  maxPageBytes?: number;
 }
 
 export const DEFAULT_PAGE_SIZE = 500;
 export const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
 /** A watch event line longer than this is an error (the API server caps an object at ~1.5 MiB). */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+/**
+ * A list page longer than this is not read on: tenants write the objects, and 500 pods near the
+ * API server's ~1.5 MiB cap would be 750 MB in one response. Typical pods make pages of a few MiB.
+ */
+export const MAX_PAGE_BYTES = 64 * 1024 * 1024;
+/** An error response's body is read up to this (its Status message is cut at 500 characters). */
+const MAX_ERROR_BYTES = 64 * 1024;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10_000;
 const PAGE_TIMEOUT_MS = 60_000;
@@ -71,6 +84,32 @@ const SHORT_WATCH_MS = 250;
 const WATCH_GRACE_MS = 30_000;
 /** listPaged starts over at most this many times when its continue token expires. */
 const LIST_RESTARTS = 3;
+
+/** A response body longer than the bytes allowed for it (the rest was not read). */
+export class TooLarge extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`longer than ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * A response body as text, read up to maxBytes: past it the body is destroyed and TooLarge thrown
+ * (or, with `cut`, the text read so far is the answer).
+ */
+async function readAtMost(body: ResponseBody, maxBytes: number, cut = false): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    bytes += chunk.byteLength;
+    if (bytes > maxBytes) {
+      body.destroy();
+      if (cut) break;
+      throw new TooLarge(maxBytes);
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 /** What a list or watch request failed with: the HTTP status, and the API server's reason. */
 export class ApiStatusError extends Error {
@@ -184,7 +223,7 @@ class KindApi {
     res: { statusCode: number; headers: Record<string, unknown>; body: ResponseBody },
     doing: string,
   ): Promise<ApiStatusError> {
-    const text = await res.body.text().catch(() => "");
+    const text = await readAtMost(res.body, MAX_ERROR_BYTES, true).catch(() => "");
     let message = "";
     try {
       message = String((JSON.parse(text) as { message?: unknown }).message ?? "");
@@ -204,10 +243,10 @@ class KindApi {
    * One page: `limit` objects from `token` on. Rejects with ApiStatusError (410: the continue token
    * expired) or the transport's error.
    */
-  async page<T>(limit: number, token: string | undefined, timeoutMs: number) {
+  async page<T>(limit: number, token: string | undefined, timeoutMs: number, maxBytes: number) {
     const res = await this.get({ limit: String(limit), continue: token }, timeoutMs);
     if (res.statusCode !== 200) throw await this.failure(res, "listing");
-    return JSON.parse(await res.body.text()) as ListPage<T>;
+    return JSON.parse(await readAtMost(res.body, maxBytes)) as ListPage<T>;
   }
 }
 
@@ -215,41 +254,57 @@ class KindApi {
  * Lists every object page by page and hands each over (awaited, in order), then releases it.
  * Resolves with the list's resourceVersion, or "expired" when a continue token expired (410): the
  * list must start over. `retry` decides what a failed page does: wait and try it again (resolves),
- * or give up (rejects); without it the error is thrown.
+ * or give up (rejects); without it the error is thrown. A page over pageBytes is asked for again
+ * with half the limit (a continue token holds for any limit), down to one object.
  */
+/** How a list is paged: objects per page, the wait for one, the bytes one may have. */
+interface PageLimits {
+  size: number;
+  timeoutMs: number;
+  maxBytes: number;
+}
+
 async function listPages<T extends KubernetesObject>(
   api: KindApi,
-  pageSize: number,
-  pageTimeoutMs: number,
+  page: PageLimits,
   onObject: (obj: T) => void | Promise<void>,
   retry?: (e: unknown) => Promise<void>,
 ): Promise<string | "expired"> {
   let token: string | undefined;
   let resourceVersion: string | undefined;
+  let limit = page.size;
   for (;;) {
-    let page: ListPage<T>;
+    let list: ListPage<T>;
     try {
-      page = await api.page<T>(pageSize, token, pageTimeoutMs);
+      list = await api.page<T>(limit, token, page.timeoutMs, page.maxBytes);
     } catch (e) {
+      if (e instanceof TooLarge && limit > 1) {
+        limit = Math.max(1, Math.floor(limit / 2));
+        continue;
+      }
       if (token && isGone(e)) return "expired";
-      if (!retry) throw e;
-      await retry(e);
+      const failure =
+        e instanceof TooLarge
+          ? new Error(`listing ${api.describe()}: one object longer than ${e.maxBytes} bytes`)
+          : e;
+      if (!retry) throw failure;
+      await retry(failure);
       continue;
     }
     // Every page is of the first page's snapshot: the watch resumes from its resourceVersion.
-    resourceVersion ??= page.metadata?.resourceVersion;
+    resourceVersion ??= list.metadata?.resourceVersion;
     // Items of a List carry no kind or apiVersion: given theirs, as watch events' objects have.
-    const kind = page.kind?.endsWith("List") ? page.kind.slice(0, -4) : undefined;
-    const items = page.items ?? [];
+    const kind = list.kind?.endsWith("List") ? list.kind.slice(0, -4) : undefined;
+    const items = list.items ?? [];
     for (let i = 0; i < items.length; i++) {
       const obj = items[i];
       items[i] = undefined; // released once handed over: the page shrinks as it is consumed
       if (!obj || typeof obj !== "object") continue;
       if (kind && !obj.kind) obj.kind = kind;
-      if (page.apiVersion && !obj.apiVersion) obj.apiVersion = page.apiVersion;
+      if (list.apiVersion && !obj.apiVersion) obj.apiVersion = list.apiVersion;
       await onObject(obj);
     }
-    token = page.metadata?.continue || undefined;
+    token = list.metadata?.continue || undefined;
     if (!token) return resourceVersion ?? "";
   }
 }
@@ -292,6 +347,7 @@ export class ListWatch<T extends KubernetesObject> {
   private readonly retryMaxMs: number;
   private readonly pageTimeoutMs: number;
   private readonly maxEventBytes: number;
+  private readonly maxPageBytes: number;
   /** Where the watch resumes: the list's resourceVersion, then each event's and bookmark's. */
   private resourceVersion?: string;
   /** Failures in a row: the next retry waits retryMinMs × 2^failures (capped), jittered. */
@@ -317,6 +373,7 @@ export class ListWatch<T extends KubernetesObject> {
     this.retryMaxMs = Math.max(this.retryMinMs, options.retryMaxMs ?? RETRY_MAX_MS);
     this.pageTimeoutMs = options.pageTimeoutMs ?? PAGE_TIMEOUT_MS;
     this.maxEventBytes = options.maxEventBytes ?? MAX_LINE_BYTES;
+    this.maxPageBytes = options.maxPageBytes ?? MAX_PAGE_BYTES;
   }
 
   /**
@@ -421,8 +478,7 @@ export class ListWatch<T extends KubernetesObject> {
       await this.handlers.onListStart?.();
       const rv = await listPages<T>(
         this.api,
-        this.pageSize,
-        this.pageTimeoutMs,
+        { size: this.pageSize, timeoutMs: this.pageTimeoutMs, maxBytes: this.maxPageBytes },
         obj => this.hand(obj, "LISTED"),
         async e => {
           if (!this.stopped) await this.failed(e);
@@ -512,13 +568,17 @@ export class ListWatch<T extends KubernetesObject> {
 export async function listPaged<T extends KubernetesObject>(
   model: GenericClass,
   onObject: (obj: T) => void | Promise<void>,
-  options: Pick<ListWatchOptions, "pageSize" | "filters"> = {},
+  options: Pick<ListWatchOptions, "pageSize" | "filters" | "maxPageBytes"> = {},
 ): Promise<void> {
   const api = new KindApi(model, options.filters ?? {});
-  const pageSize = Math.max(1, Math.floor(options.pageSize ?? DEFAULT_PAGE_SIZE));
+  const page: PageLimits = {
+    size: Math.max(1, Math.floor(options.pageSize ?? DEFAULT_PAGE_SIZE)),
+    timeoutMs: PAGE_TIMEOUT_MS,
+    maxBytes: options.maxPageBytes ?? MAX_PAGE_BYTES,
+  };
   try {
     for (let restarts = 0; ; restarts++) {
-      const rv = await listPages(api, pageSize, PAGE_TIMEOUT_MS, onObject);
+      const rv = await listPages(api, page, onObject);
       if (rv !== "expired") return;
       if (restarts >= LIST_RESTARTS)
         throw new ApiStatusError(

@@ -152,15 +152,29 @@ const contentDigest = (report: PolicyReport) =>
 
 /** Distinct findings (and lists, and names) shared at most: past it a table starts over. */
 export const MAX_SHARED = 50_000;
+/** The key text a table has seen at most (keys are tenants' words: names, images, messages). */
+export const MAX_SHARED_KEY_BYTES = 16 * 1024 * 1024;
+/** A key longer than this is held as its digest (28 characters), not as itself. */
+const DIGEST_KEYS_OVER = 64;
 
-/** Equal values held once, by a key; bounded (what was shared stays shared after a start over). */
+/**
+ * Equal values held once, by a key; bounded in entries and in the key text seen (what was
+ * shared stays shared after a start over). Long keys are held as their SHA-1.
+ */
 class Shared<T> {
   private readonly table = new Map<string, T>();
+  private keyBytes = 0;
   of(key: string, value: T): T {
-    const known = this.table.get(key);
+    const held =
+      key.length > DIGEST_KEYS_OVER ? createHash("sha1").update(key).digest("base64") : key;
+    const known = this.table.get(held);
     if (known !== undefined) return known;
-    if (this.table.size >= MAX_SHARED) this.table.clear();
-    this.table.set(key, value);
+    this.keyBytes += key.length;
+    if (this.table.size >= MAX_SHARED || this.keyBytes > MAX_SHARED_KEY_BYTES) {
+      this.table.clear();
+      this.keyBytes = key.length;
+    }
+    this.table.set(held, value);
     return value;
   }
 }
@@ -173,6 +187,14 @@ export const scanKindOf = (apiVersion: string, kind: string) => `${kind}.${group
 // The API group too: a Volcano Job and a batch Job of one name are two objects.
 const keyOf = (obj: KubeObject) =>
   `${scanKindOf(String(obj.apiVersion ?? ""), String(obj.kind))}/${obj.metadata?.name ?? ""}`;
+
+/** A re-read to come: the namespaces (all: undefined), judged before `cause`, seen at `since`. */
+interface WaitingReread {
+  wanted?: Set<string>;
+  cause: number;
+  since: number;
+  done: Promise<void>;
+}
 
 export class ReportScanner {
   readonly stats: ScannerStats = {
@@ -411,14 +433,38 @@ export class ReportScanner {
    */
   rejudge(namespaces?: Iterable<string>, since = Date.now()): Promise<void> {
     const cause = this.judgings;
-    const wanted = namespaces === undefined ? undefined : new Set(namespaces);
-    const run = () => this.readAgain(wanted, cause, since);
+    // One re-read runs at a time, and at most one more waits: a change while it waits joins it
+    // (its namespaces, its later cause, its earlier time), so a burst of namespace or Exemption
+    // changes during a long re-read costs one more re-read, not one each.
+    const waiting = this.rejudgeWaiting;
+    if (waiting) {
+      if (namespaces === undefined) waiting.wanted = undefined;
+      else if (waiting.wanted) for (const ns of namespaces) waiting.wanted.add(ns);
+      waiting.cause = cause;
+      waiting.since = Math.min(waiting.since, since);
+      return waiting.done.then(() => this.judging);
+    }
+    const next: WaitingReread = {
+      wanted: namespaces === undefined ? undefined : new Set(namespaces),
+      cause,
+      since,
+      done: Promise.resolve(),
+    };
+    this.rejudgeWaiting = next;
+    const run = () => {
+      if (this.rejudgeWaiting === next) this.rejudgeWaiting = undefined;
+      return this.readAgain(next.wanted, next.cause, next.since);
+    };
     const done = (this.rejudging ?? Promise.resolve()).then(run);
+    next.done = done;
     const mine = (this.rejudging = done.finally(() => {
       if (this.rejudging === mine) this.rejudging = undefined;
     }));
     return mine.then(() => this.judging);
   }
+
+  /** The re-read not started yet (another runs): later rejudge() calls join it. */
+  private rejudgeWaiting?: WaitingReread;
 
   private async readAgain(
     wanted: Set<string> | undefined,

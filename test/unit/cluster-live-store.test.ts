@@ -43,6 +43,32 @@ describe("WatchedStore", () => {
     expect(names(store.all())).toEqual(["n2"]);
   });
 
+  it("a change the projection drops (a heartbeat) notes the resourceVersion only: no rebuild, no event", () => {
+    const heartbeat = (rv: string, at: string) => ({
+      metadata: { name: "gpu-1", resourceVersion: rv },
+      status: { conditions: [{ type: "Ready", lastHeartbeatTime: at }] },
+    });
+    // As the node cache keeps nodes: without their conditions.
+    const store = new WatchedStore<KubernetesObject>(kind.Node, "nodes", undefined, o => ({
+      metadata: o.metadata,
+    }));
+    const events: string[] = [];
+    store.listeners.push((o, phase) => events.push(`${phase} ${o.metadata?.resourceVersion}`));
+    store.apply(heartbeat("1", "t1"), "ADDED");
+    const before = store.all();
+    store.apply(heartbeat("2", "t2"), "MODIFIED");
+    expect(store.all()).toBe(before);
+    expect(store.all()[0].metadata?.resourceVersion).toBe("2");
+    expect(events).toEqual(["ADDED 1"]);
+    // A change it keeps is one.
+    store.apply(
+      { metadata: { name: "gpu-1", resourceVersion: "3", labels: { a: "b" } } },
+      "MODIFIED",
+    );
+    expect(store.all()).not.toBe(before);
+    expect(events).toEqual(["ADDED 1", "MODIFIED 3"]);
+  });
+
   it("reports no data before the first list, then the cache", () => {
     const live = new LiveCluster();
     expect(live.nodes()).toBeUndefined();

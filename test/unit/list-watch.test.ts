@@ -166,6 +166,34 @@ describe("ListWatch: the list", () => {
     expect(lw.synced).toBe(true);
   });
 
+  it("a page over maxPageBytes (tenants write the objects) is asked for again with half the limit", async () => {
+    // Four objects of ~3 KB: a page of 4 or 2 is over 5,000 bytes, a page of 1 is not.
+    for (const n of ["a", "b", "c", "d"]) api.put(configMap(n, { blob: "x".repeat(3000) }));
+    const { lw, seen, errors } = recorded({ pageSize: 4, maxPageBytes: 5000 });
+    await lw.start();
+    expect(seen).toEqual([
+      "list-start",
+      "LISTED a",
+      "LISTED b",
+      "LISTED c",
+      "LISTED d",
+      "list-end",
+    ]);
+    expect(errors).toEqual([]);
+    const limits = pages().map(r => new URL(r.path, "https://x").searchParams.get("limit"));
+    // 4 and 2 refused (not read past the cap), then four pages of one.
+    expect(limits).toEqual(["4", "2", "1", "1", "1", "1"]);
+  });
+
+  it("one object over maxPageBytes is an error, retried: never read whole, never a crash", async () => {
+    api.put(configMap("big", { blob: "x".repeat(20_000) }));
+    const { lw, errors } = recorded({ maxPageBytes: 5000 });
+    void lw.start().catch(() => undefined);
+    await eventually(() => expect(errors.length).toBeGreaterThanOrEqual(2));
+    expect(String(errors[0])).toContain("one object longer than 5000 bytes");
+    expect(lw.synced).toBe(false);
+  });
+
   it("listPaged: one paged list, no watch; a kind not served rejects with its status", async () => {
     putAll("a", "b", "c");
     const names: string[] = [];

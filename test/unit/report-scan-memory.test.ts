@@ -173,6 +173,13 @@ describe("what the scan keeps of an object", () => {
     const lists = entries.map(e => (e.results as { findings: unknown[] }).findings);
     expect(new Set(lists).size).toBe(new Set(lists.map(l => JSON.stringify(l))).size);
     expect(new Set(lists).size).toBeLessThan(10);
+    // The tables that share them hold long keys (a finding's text) as digests, not as themselves.
+    const tables = scanner as unknown as Record<string, { table: Map<string, unknown> }>;
+    for (const name of ["findings", "findingLists"]) {
+      const keys = [...tables[name].table.keys()];
+      expect(keys.length).toBeGreaterThan(0);
+      expect(Math.max(...keys.map(k => k.length))).toBeLessThanOrEqual(64);
+    }
     // And the reports are complete.
     await written(scanner);
     expect(judgedNames(store.stored.get("ml"))).toHaveLength(1000);
@@ -312,6 +319,29 @@ describe("judging again reads the objects again", () => {
     await again;
     expect(api.relists).toEqual([NS]);
     expect(scanner.stats.judged).toBe(judged + 1); // "old" only
+  });
+
+  it("changes during a long re-read join one more re-read, not one each", async () => {
+    const { scanner, api } = setup({}, ["ml", "team-b"]);
+    await scanner.observe(pod("a", "ml"));
+    await scanner.observe(pod("b", "team-b"));
+    const reads = jest.spyOn(scanner as unknown as { readAgain: () => Promise<void> }, "readAgain");
+    let release!: () => void;
+    api.paused = new Promise<void>(resolve => (release = resolve));
+    const first = scanner.rejudge(["ml"]);
+    await eventually(() => expect(reads).toHaveBeenCalledTimes(1));
+    // 50 changes while the first waits on the API server: namespace by namespace, then all.
+    const later = Array.from({ length: 50 }, (_, i) =>
+      scanner.rejudge(i === 49 ? undefined : [i % 2 ? "ml" : "team-b"]),
+    );
+    release();
+    await Promise.all([first, ...later]);
+    // The first re-read, then one for all the 50 asked (team-b: ml's object was judged by the
+    // first after they asked), where each would have scanned every object held, and re-read
+    // whatever changed meanwhile.
+    expect(reads).toHaveBeenCalledTimes(2);
+    expect(api.relists).toEqual(["ml", "team-b"]);
+    expect(scanner.stats.judged).toBe(2 + 2);
   });
 
   it("a re-read that fails is said, and nothing is judged from it", async () => {
