@@ -512,8 +512,11 @@ export class ReportScanner {
    * synced): judge them again shortly, once for a burst of such changes.
    */
   rejudgeSoon(namespace?: string): void {
-    if (namespace === undefined) this.rejudgeAll = true;
-    else if (this.objects.has(namespace)) this.rejudgeNamespaces.add(namespace);
+    // Nothing judged (yet: a cache's first list, the Exemptions as they are listed, at a start)
+    // is nothing to judge again.
+    if (namespace === undefined && this.objects.size) this.rejudgeAll = true;
+    else if (namespace !== undefined && this.objects.has(namespace))
+      this.rejudgeNamespaces.add(namespace);
     else return;
     if (this.rejudgeTimer) return;
     // The first change of a burst is when its objects' change was seen.

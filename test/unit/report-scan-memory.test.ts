@@ -127,6 +127,8 @@ const stateOf = (scanner: ReportScanner) =>
     toJudge: Map<string, unknown>;
   };
 
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
+
 const written = async (scanner: ReportScanner) => {
   scanner.flushPending();
   await scanner.idle();
@@ -275,6 +277,19 @@ describe("judging again reads the objects again", () => {
     await written(scanner);
     expect(store.stored.get("ml")!.results.some(r => r.policy === "security-context")).toBe(false);
     expect(store.stored.get("team-b")).toEqual(before);
+  });
+
+  it("rejudgeSoon() before anything was judged (caches listing at a start) reads nothing again", async () => {
+    const { scanner, api } = setup({ debounceMs: 100 }, ["ml"]);
+    scanner.rejudgeSoon();
+    scanner.rejudgeSoon("ml");
+    // The watches start meanwhile: the object is judged with the caches as they are now.
+    await scanner.observe(pod("a", "ml"));
+    await sleep(300);
+    expect(api.relists).toEqual([]);
+    // Once something was judged, a change is judged again.
+    scanner.rejudgeSoon();
+    await eventually(() => expect(api.relists).toEqual(["ml"]), 5000, 10);
   });
 
   it("every namespace: each re-read in turn, or all at once past RELIST_NAMESPACES", async () => {
