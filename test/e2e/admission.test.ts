@@ -139,7 +139,9 @@ describe("workloads", () => {
       const result = await admit(env.controller, workload as KubeObject);
       expect(result.mutateResponse).toBeUndefined();
       expect(result.validateResponse.uid).toBeTruthy();
-      if (!result.allowed) expect(result.message).toMatch(DENIAL_FORMAT);
+      // The seed's template breaks what the pods' fixes put right (securityContext, labels, the
+      // ServiceAccount): judged with the fixes simulated, it is admitted.
+      expect(result.allowed).toBe(true);
       const mutated = await env.controller.mutate(workloadReview(workload as KubeObject));
       expect(mutated.response?.patch).toBeUndefined();
     },
@@ -168,8 +170,11 @@ describe("objects admission-guard leaves alone", () => {
 
 describe("bad input gets an answer, never a crash or a hang", () => {
   it("a pod without containers is answered, and the controller keeps serving", async () => {
+    // Fixed and allowed as any pod: the API server's own validation (after the mutating webhooks,
+    // before the validating ones) is what refuses a pod without containers in a cluster.
     const result = await admit(env.controller, podWithoutContainers());
-    if (!result.allowed) expect(result.message).toMatch(DENIAL_FORMAT);
+    expect(result.mutateResponse?.allowed).toBe(true);
+    expect(result.allowed).toBe(true);
     expect((await admit(env.controller, demoPod())).allowed).toBe(true);
   });
 
