@@ -14,11 +14,15 @@ import { Pods } from "./pods";
 import { Reports } from "./reports";
 import { ResourceQuota } from "./resource-quota";
 import { SecurityContext } from "./security-context";
+import { SharedMemory } from "./shared-memory";
 import { ServiceAccount } from "./service-account";
 import { Workloads } from "./workloads";
 
 export const capabilities = [
   ImageRegistry,
+  // Before security-context: the emptyDir it adds is a writable volume, which gets fsGroup in the
+  // same pass (after it, a reinvocation would add fsGroup then: fixing twice would differ).
+  SharedMemory,
   SecurityContext,
   Labels,
   ServiceAccount,

@@ -44,7 +44,8 @@ Options:
       --settings FILE      admission-guard settings (YAML or JSON, the module's keys)
       --cluster FILE|DIR   cluster objects as kubectl get -o yaml prints them: Namespaces (their
                            mode and policy labels), ResourceQuotas, LimitRanges, Nodes,
-                           ServiceAccounts, RBAC, Exemptions. Repeatable.
+                           ServiceAccounts, RBAC, Exemptions, KServe's ServingRuntimes and
+                           ClusterServingRuntimes. Repeatable.
       --operation OP       CREATE (default) or UPDATE
   -o, --output FORMAT      text (default), json (one object per line), or policyreport (a
                            wgpolicyk8s.io/v1alpha2 PolicyReport per namespace, as YAML: what the
@@ -158,7 +159,15 @@ const CLUSTER_SCOPED = new Set([
   "ValidatingAdmissionPolicyBinding",
   "RuntimeClass",
   "IngressClass",
+  "ClusterServingRuntime",
 ]);
+
+/** KServe's runtimes, which an InferenceService's model container is built from. */
+const RUNTIME_KINDS = new Set(["ServingRuntime", "ClusterServingRuntime"]);
+const sameObject = (a: KubeObject, b: KubeObject) =>
+  a.kind === b.kind &&
+  a.metadata?.name === b.metadata?.name &&
+  (a.metadata?.namespace ?? "") === (b.metadata?.namespace ?? "");
 
 /**
  * The manifest to commit: the reviewed object without admission-guard's trace annotation, which
@@ -222,8 +231,40 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const inputNamespaces = files
     .flatMap(f => f.objects.map(o => o.object))
     .filter(o => o.kind === "Namespace" && !known.has(o.metadata?.name));
+  // So are the DRA objects applied with them (a ResourceClaimTemplate next to the Deployment that
+  // uses it), unless the snapshot holds that kind: then it says what the cluster has.
+  const draKinds = new Set(["ResourceClaimTemplate", "DeviceClass", "ResourceSlice"]);
+  const snapshotKinds = new Set(clusterObjects.map(o => o.kind));
+  const inputDra = files
+    .flatMap(f => f.objects.map(o => o.object))
+    .filter(
+      o =>
+        draKinds.has(String(o.kind)) &&
+        !snapshotKinds.has(o.kind) &&
+        String(o.apiVersion ?? "").startsWith("resource.k8s.io/"),
+    )
+    // A template without a namespace lands in the one -n names, as kubectl apply puts it.
+    .map(o =>
+      o.kind === "ResourceClaimTemplate" && !o.metadata?.namespace
+        ? { ...o, metadata: { ...o.metadata, namespace: opts.namespace } }
+        : o,
+    );
+  // So are KServe's runtimes applied with an InferenceService (its model container is built from one).
+  const inputRuntimes = files
+    .flatMap(f => f.objects.map(o => o.object))
+    .filter(
+      o =>
+        RUNTIME_KINDS.has(String(o.kind)) &&
+        String(o.apiVersion ?? "").startsWith("serving.kserve.io/"),
+    )
+    .map(o =>
+      o.kind === "ServingRuntime" && !o.metadata?.namespace
+        ? { ...o, metadata: { ...o.metadata, namespace: opts.namespace } }
+        : o,
+    )
+    .filter(o => !clusterObjects.some(c => sameObject(c, o)));
   const cluster = new SnapshotCluster(
-    [...clusterObjects, ...inputNamespaces],
+    [...clusterObjects, ...inputNamespaces, ...inputDra, ...inputRuntimes],
     io.rbac,
     opts.inspectImages
       ? imageInspectorFor(settings, undefined, localDockerCredentials(io.env))

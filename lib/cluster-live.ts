@@ -42,9 +42,12 @@ import {
   type PullSecrets,
   type SecretAccess,
 } from "./cluster";
+import type { ClaimTemplateAsRead, DeviceCapacity, DeviceClassAsRead } from "./dra";
+import { DraCaches, type DraCachesOptions } from "./dra-live";
 import { EXEMPTION_GVK, exemptionsNamespaceOwned } from "./exemptions";
 import type { KubeObject } from "./pod";
 import { ServiceAccounts } from "./service-accounts";
+import { ServingRuntimeCaches, type ServingRuntimeCachesOptions } from "./serving-runtime-cache";
 import { WatchedStore, type Logger } from "./watched-store";
 
 /** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
@@ -73,6 +76,10 @@ export interface LiveClusterOptions {
   readSecret?: (namespace: string, name: string) => Promise<KubeObject | undefined>;
   /** How the API server's /version is read (tests inject one). */
   readVersion?: () => Promise<ServerVersionInfo>;
+  /** How KServe's runtimes are probed (tests inject one). */
+  servingRuntimes?: ServingRuntimeCachesOptions;
+  /** How the DRA API's version is probed (tests inject one). */
+  dra?: DraCachesOptions;
 }
 
 /** What GET /version answers (only the fields read here). */
@@ -203,6 +210,10 @@ export class LiveCluster implements ClusterView {
   readonly nodeStore: WatchedStore<V1Node & KubernetesObject>;
   readonly accounts: ServiceAccounts;
   readonly exemptionStore?: WatchedStore<KubernetesObject>;
+  /** KServe's runtimes, when served (an InferenceService's model container): outside caches() (optional API). */
+  readonly runtimes: ServingRuntimeCaches;
+  /** DRA objects (resource.k8s.io), when the API server serves them: outside caches() (optional API). */
+  readonly dra: DraCaches;
   private readonly accessReviews: AccessReviews;
   /** Namespaces read one by one before the watch's first list (then dropped: the watch knows). */
   private readonly readDirectly = new Map<string, NamespaceInfo>();
@@ -239,12 +250,16 @@ export class LiveCluster implements ClusterView {
         kindOverride: EXEMPTION_GVK,
         namespace: options.exemptionsNamespace,
       });
+    this.dra = new DraCaches(log, options.dra);
+    this.runtimes = new ServingRuntimeCaches(log, options.servingRuntimes);
     this.accessReviews = new AccessReviews(log);
   }
 
   /** Starts every watch and reads /version; failures are logged and retried, never thrown. */
   start(): void {
     this.firstVersionRead = this.readServerVersion();
+    this.runtimes.start();
+    this.dra.start();
     for (const [cache, store] of this.caches()) {
       store.observe(cache);
       store
@@ -258,6 +273,8 @@ export class LiveCluster implements ClusterView {
   /** Ends every watch (tests; the caches keep what they hold). */
   stop(): void {
     for (const [, store] of this.caches()) store.stop();
+    this.runtimes.stop();
+    this.dra.stop();
   }
 
   /** Each watch cache, with its name on /metrics (the `cache` label). */
@@ -411,6 +428,26 @@ export class LiveCluster implements ClusterView {
 
   nodes(): V1Node[] | undefined {
     return this.nodeStore.synced ? this.nodeStore.all() : undefined;
+  }
+
+  resourceClaimTemplate(namespace: string, name: string): ClaimTemplateAsRead | null | undefined {
+    return this.dra.resourceClaimTemplate(namespace, name);
+  }
+
+  deviceClass(name: string): DeviceClassAsRead | null | undefined {
+    return this.dra.deviceClass(name);
+  }
+
+  deviceCapacity(): DeviceCapacity | undefined {
+    return this.dra.deviceCapacity();
+  }
+
+  servingRuntimes(namespace: string): readonly KubeObject[] | undefined {
+    return this.runtimes.servingRuntimes(namespace);
+  }
+
+  clusterServingRuntimes(): readonly KubeObject[] | undefined {
+    return this.runtimes.clusterServingRuntimes();
   }
 
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {

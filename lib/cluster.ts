@@ -9,7 +9,18 @@ import type {
   V1ResourceQuota,
   V1ServiceAccount,
 } from "@kubernetes/client-node";
+import {
+  capacityOf,
+  claimTemplateAsRead,
+  deviceClassAsRead,
+  sliceAsRead,
+  type ClaimTemplateAsRead,
+  type DeviceCapacity,
+  type DeviceClassAsRead,
+  type SliceAsRead,
+} from "./dra";
 import { isExemptionObject } from "./exemptions";
+import { SERVING_RUNTIME_GROUP, servingRuntimeAsRead } from "./serving-runtimes";
 import type { ImageRef } from "./image-reference";
 import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
 import type { KubeObject } from "./pod";
@@ -47,6 +58,22 @@ export interface ClusterView {
   limitRanges(namespace: string): V1LimitRange[] | undefined;
   /** Every node; undefined when there is no data. */
   nodes(): V1Node[] | undefined;
+  /**
+   * DRA (lib/dra.ts): a ResourceClaimTemplate as read, null when known not to exist, undefined when
+   * not known (the API not served, the cache not synced, none in the snapshot).
+   */
+  resourceClaimTemplate?(namespace: string, name: string): ClaimTemplateAsRead | null | undefined;
+  /** A DeviceClass as read; null when known not to exist, undefined when not known. */
+  deviceClass?(name: string): DeviceClassAsRead | null | undefined;
+  /** Devices per driver on the nodes, from ResourceSlices; undefined when not known. */
+  deviceCapacity?(): DeviceCapacity | undefined;
+  /**
+   * KServe's ServingRuntimes of a namespace, as read (lib/serving-runtimes.ts: what an
+   * InferenceService's model container is built from); undefined when not known.
+   */
+  servingRuntimes?(namespace: string): readonly KubeObject[] | undefined;
+  /** KServe's ClusterServingRuntimes, as read; undefined when not known. */
+  clusterServingRuntimes?(): readonly KubeObject[] | undefined;
   /** The ServiceAccount, null when known not to exist, undefined when unknown. */
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined;
   /**
@@ -176,6 +203,73 @@ export class SnapshotCluster implements ClusterView {
 
   exemptions(): readonly KubeObject[] | undefined {
     return this.ofKind("Exemption")?.filter(isExemptionObject);
+  }
+
+  // DRA kinds, projected once per snapshot as the live caches project them (lib/dra.ts).
+  private dra?: {
+    templates?: Map<string, ClaimTemplateAsRead>;
+    classes?: Map<string, DeviceClassAsRead>;
+    slices?: SliceAsRead[];
+  };
+  private draKinds() {
+    if (this.dra) return this.dra;
+    const draOnly = (kind: string) =>
+      this.ofKind(kind)?.filter(o => String(o.apiVersion ?? "").startsWith("resource.k8s.io/"));
+    const templates = draOnly("ResourceClaimTemplate");
+    const classes = draOnly("DeviceClass");
+    const slices = draOnly("ResourceSlice");
+    return (this.dra = {
+      templates:
+        templates &&
+        new Map(
+          templates.map(t => [
+            `${t.metadata?.namespace}/${t.metadata?.name}`,
+            claimTemplateAsRead(t),
+          ]),
+        ),
+      classes:
+        classes && new Map(classes.map(c => [String(c.metadata?.name), deviceClassAsRead(c)])),
+      slices: slices?.map(sliceAsRead),
+    });
+  }
+
+  resourceClaimTemplate(namespace: string, name: string): ClaimTemplateAsRead | null | undefined {
+    const { templates } = this.draKinds();
+    return templates && (templates.get(`${namespace}/${name}`) ?? null);
+  }
+
+  deviceClass(name: string): DeviceClassAsRead | null | undefined {
+    const { classes } = this.draKinds();
+    return classes && (classes.get(name) ?? null);
+  }
+
+  deviceCapacity(): DeviceCapacity | undefined {
+    const { slices } = this.draKinds();
+    return slices && capacityOf(slices);
+  }
+
+  // KServe's runtimes, projected as the live caches project them. `kubectl get
+  // servingruntimes,clusterservingruntimes -A` exports both kinds at once: a snapshot that holds
+  // either knows the other too (none of it), one that holds neither knows neither.
+  private runtimesOf(kind: string, namespace?: string): readonly KubeObject[] | undefined {
+    const kserve = (k: string) =>
+      this.ofKind(k)?.filter(o =>
+        String(o.apiVersion ?? "").startsWith(`${SERVING_RUNTIME_GROUP}/`),
+      );
+    const some = kserve("ServingRuntime")?.length || kserve("ClusterServingRuntime")?.length;
+    if (!some) return undefined;
+    const all = kserve(kind) ?? [];
+    return (
+      namespace === undefined ? all : all.filter(o => o.metadata?.namespace === namespace)
+    ).map(servingRuntimeAsRead);
+  }
+
+  servingRuntimes(namespace: string): readonly KubeObject[] | undefined {
+    return this.runtimesOf("ServingRuntime", namespace);
+  }
+
+  clusterServingRuntimes(): readonly KubeObject[] | undefined {
+    return this.runtimesOf("ClusterServingRuntime");
   }
 
   /** ServiceAccounts the webhook would have created by now (see ensureServiceAccount). */

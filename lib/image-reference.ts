@@ -5,6 +5,7 @@
 // letters hangs for minutes); patches/@swimlane+docker-reference+2.0.1.patch makes its separator
 // `[-]+` as in distribution/reference, and the length cap below bounds the rest.
 import { parseFamiliarName, parseQualifiedName } from "@swimlane/docker-reference";
+import { withoutTrailingSlashes } from "./text";
 
 /** Longer than any valid reference: 255 (name) + 1 + 128 (tag) + 1 + 135 (sha512 digest). */
 export const MAX_REFERENCE_LENGTH = 1024;
@@ -94,7 +95,7 @@ export type ParsedPrefix = { ok: true; prefix: RegistryPrefix } | { ok: false; r
  */
 export function parsePrefix(entry: string): ParsedPrefix {
   const written = entry;
-  const trimmed = entry.trim().replace(/\/+$/, "");
+  const trimmed = withoutTrailingSlashes(entry.trim());
   if (!trimmed) return { ok: false, reason: "empty entry" };
   if (trimmed.length > MAX_REFERENCE_LENGTH) return { ok: false, reason: "entry too long" };
   if (trimmed.includes("@")) return { ok: false, reason: "a prefix cannot carry a digest" };

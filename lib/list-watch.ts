@@ -22,7 +22,8 @@
 // exponential backoff and jitter (Retry-After honoured). A watch resumes from the last
 // resourceVersion seen (events and bookmarks); only a 410 Gone (an expired resourceVersion or
 // continue token) makes it list again.
-import type { GenericClass, KubernetesObject } from "kubernetes-fluent-client";
+import { GenericKind, type GenericClass, type KubernetesObject } from "kubernetes-fluent-client";
+import { API_BUDGET_MS, withBudget } from "./api-calls";
 import { FetchMethods, type Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
 import { k8sCfg, pathBuilder } from "kubernetes-fluent-client/dist/fluent/utils.js";
 
@@ -588,5 +589,38 @@ export async function listPaged<T extends KubernetesObject>(
     }
   } finally {
     api.close();
+  }
+}
+
+/** Ends a probe's list at its first object. */
+const SERVED = Symbol("served");
+
+/**
+ * Whether the API server serves a custom kind (a CRD's, an API group's version): one object
+ * listed (a served kind's whole list could be large) within the budget. false on 404 (not
+ * installed, or not that version); any other failure throws.
+ */
+export async function isServed(
+  kindOverride: NonNullable<Filters["kindOverride"]>,
+  budgetMs = API_BUDGET_MS,
+): Promise<boolean> {
+  const what = `listing ${kindOverride.plural ?? kindOverride.kind}.${kindOverride.group}/${kindOverride.version}`;
+  try {
+    await withBudget(
+      listPaged(
+        GenericKind,
+        () => {
+          throw SERVED;
+        },
+        { pageSize: 1, filters: { kindOverride } },
+      ),
+      budgetMs,
+      what,
+    );
+    return true;
+  } catch (e) {
+    if (e === SERVED) return true;
+    if ((e as { status?: number }).status === 404) return false;
+    throw e;
   }
 }

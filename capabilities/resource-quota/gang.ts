@@ -43,6 +43,11 @@ export interface GangDemand {
    * room, so a quota it does not fit is a warning, not a denial.
    */
   queued?: string;
+  /**
+   * false for roles created together but scaled apart (an InferenceService's components): the
+   * quota is still asked for all of them at apply, but they are no gang to queue whole.
+   */
+  startsTogether?: boolean;
 }
 
 // What one pod of a role counts against quotas, computed once per role (read per quota and resource).
@@ -168,13 +173,14 @@ export function checkGangQuotas(
     fixes.push(
       `have an admin raise the quota: kubectl patch resourcequota ${name} -n ${demand.namespace} --type merge -p '${JSON.stringify({ spec: { hard: raised } })}'`,
     );
-    if (!demand.queued)
+    const together = demand.startsTogether !== false;
+    if (!demand.queued && together)
       fixes.push(
         "queue it with Kueue (label kueue.x-k8s.io/queue-name), which starts the whole job once there is room",
       );
     violations.push({
       rule: "quota-exceeded",
-      message: `${demand.subject} exceeds the namespace quota as a whole (its pods start together): ${lines.join("; ")}${demand.queued ? `; ${demand.queued}: Kueue starts it when its ClusterQueue has room` : ""}`,
+      message: `${demand.subject} exceeds the namespace quota as a whole (${together ? "its pods start together" : "its components' pods are created when it is applied"}): ${lines.join("; ")}${demand.queued ? `; ${demand.queued}: Kueue starts it when its ClusterQueue has room` : ""}`,
       fix: fixes.join("; or "),
       ...(demand.queued ? { severity: "warn" as const } : {}),
     });

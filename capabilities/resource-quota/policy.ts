@@ -19,7 +19,16 @@ import {
   type RuleFindings,
 } from "../../lib/policy";
 import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
+import { checkGangClaims, checkPodClaims, checkRoleClaimFit } from "./dra";
 import { checkGangQuotas, type GangRole } from "./gang";
+import {
+  defaultsOf,
+  gangOfJob,
+  gangOfKueuePod,
+  gangOfRoles,
+  isGangKind,
+  judgeGangCapacity,
+} from "./gang-capacity";
 import { checkNodeFit } from "./node-fit";
 import { CAPABILITY, checkQuotas, type QuotaDemand } from "./quota";
 import {
@@ -48,6 +57,7 @@ function schedulingSignature(pod: PodResources, spec: V1PodSpec): string {
     spec.tolerations ?? null,
     spec.priorityClassName ?? null,
     spec.activeDeadlineSeconds ?? null,
+    (spec as { resourceClaims?: unknown }).resourceClaims ?? null,
   ]);
 }
 
@@ -55,7 +65,7 @@ function unavailable(
   findings: RuleFindings,
   ctx: RuleContext,
   subject: string,
-  what: "quota" | "node fit",
+  what: "quota" | "node fit" | "whole-gang capacity",
   kinds: string,
 ): void {
   const detail =
@@ -159,6 +169,26 @@ function checkResources(
       findings.warnings.push(...result.warnings);
     }
   }
+  // Devices claimed through DRA (dra.ts): the claims its pods get, against quota and the nodes' slices.
+  if (namespace) {
+    const charged = !!count && !ctx.scan;
+    const dra = checkPodClaims({
+      subject,
+      namespace,
+      template,
+      cluster: ctx.cluster,
+      isPod: isPod(object),
+      count,
+      old: old && {
+        template: { metadata: {}, spec: old.spec, path: template.path },
+        pods: old.pods,
+      },
+      quotas: charged ? (ctx.cluster.resourceQuotas(namespace) ?? []) : undefined,
+      nodeFit: settings.nodeFit && (count?.pods ?? 1) > 0 && !placed,
+    });
+    findings.violations.push(...dra.violations);
+    findings.warnings.push(...dra.warnings);
+  }
   return findings;
 }
 
@@ -193,6 +223,11 @@ function checkRole(object: KubeObject, target: PodTarget, ctx: RuleContext): Rul
     });
     findings.violations.push(...result.violations);
     findings.warnings.push(...result.warnings);
+  }
+  if (namespace) {
+    const dra = checkRoleClaimFit(subject, target.template, namespace, ctx.cluster);
+    findings.violations.push(...dra.violations);
+    findings.warnings.push(...dra.warnings);
   }
   return findings;
 }
@@ -251,6 +286,24 @@ function checkGang(object: KubeObject, targets: PodTarget[], ctx: RuleContext): 
   if (!roles) return findings;
   const subject = describeObject(object);
   const quotas = ctx.cluster.resourceQuotas(namespace);
+  // Devices claimed through DRA (dra.ts): every role's claims × its pods, at once.
+  const claimRoles = (list: readonly PodTarget[]) =>
+    list.flatMap(t =>
+      t.role
+        ? [{ name: t.role.name, template: t.template, pods: t.role.pods, field: t.role.field }]
+        : [],
+    );
+  const dra = checkGangClaims({
+    subject,
+    namespace,
+    cluster: ctx.cluster,
+    roles: claimRoles(targets),
+    old: ctx.stored && claimRoles(ctx.stored.targets),
+    quotas: quotas ?? [],
+    queued: queuedBy(object, ctx),
+  });
+  findings.violations.push(...dra.violations);
+  findings.warnings.push(...dra.warnings);
   if (!quotas) {
     unavailable(findings, ctx, subject, "quota", "ResourceQuotas");
     return findings;
@@ -263,6 +316,7 @@ function checkGang(object: KubeObject, targets: PodTarget[], ctx: RuleContext): 
     roles,
     old,
     queued: queuedBy(object, ctx),
+    startsTogether: isGangKind(object),
   });
   findings.violations.push(...result.violations);
   findings.warnings.push(...result.warnings);
@@ -279,6 +333,7 @@ export const resourceQuotaPolicy: Policy = {
     "quota-exceeded",
     "quota-must-specify",
     "node-fit",
+    "gang-capacity",
     "invalid-quantity",
     "cluster-data-unavailable",
   ],
@@ -295,10 +350,61 @@ export const resourceQuotaPolicy: Policy = {
     // business): an update of one adds nothing to a quota. A workload's update: what it adds.
     if (isPod(object) && ctx.stored) return noFindings();
     if (target.role) return checkRole(object, target, ctx);
-    return checkResources(object, target.template, ctx);
+    return withGangCapacity(checkResources(object, target.template, ctx), object, target, ctx);
   },
   checkGang(object, targets, ctx) {
     if (!ctx.settings.resourceQuota.enabled) return noFindings();
-    return checkGang(object, targets, ctx);
+    const findings = checkGang(object, targets, ctx);
+    // The whole gang against the nodes (gang-capacity.ts), after each role's node fit.
+    const defaults = defaultsOf(ctx);
+    const stored = ctx.stored;
+    const capacity = judgeGangCapacity(
+      object,
+      gangOfRoles(object, targets, defaults),
+      () => stored && gangOfRoles(stored.object, stored.targets, defaults),
+      ctx,
+      (f, subject) => unavailable(f, ctx, subject, "whole-gang capacity", "Nodes"),
+      queuedBy(object, ctx),
+    );
+    return mergeInto(findings, capacity);
   },
 };
+
+function mergeInto(findings: RuleFindings, more: RuleFindings): RuleFindings {
+  findings.violations.push(...more.violations);
+  findings.warnings.push(...more.warnings);
+  if (more.skipped?.length) (findings.skipped ??= []).push(...more.skipped);
+  return findings;
+}
+
+/**
+ * A batch Job whose pods run at once (completions = parallelism), or a Pod of a Kueue pod group,
+ * against the nodes as a whole (gang-capacity.ts); nothing for any other single-template object.
+ */
+function withGangCapacity(
+  findings: RuleFindings,
+  object: KubeObject,
+  target: PodTarget,
+  ctx: RuleContext,
+): RuleFindings {
+  if (findings.violations.some(v => v.rule === "invalid-quantity" || v.rule === "node-fit"))
+    return findings;
+  const gangOf = isPod(object) ? (ctx.scan ? undefined : gangOfKueuePod) : gangOfJob;
+  if (!gangOf) return findings;
+  const defaults = defaultsOf(ctx);
+  const shape = (o: KubeObject, t: PodTemplateRef | undefined) => {
+    if (!t) return undefined;
+    const pod = podResources(t, defaults);
+    return pod.errors.length ? undefined : gangOf(o, t, pod);
+  };
+  const stored = ctx.stored;
+  const capacity = judgeGangCapacity(
+    object,
+    shape(object, target.template),
+    () => stored && shape(stored.object, stored.templateAt(target.template.path)),
+    ctx,
+    (f, subject) => unavailable(f, ctx, subject, "whole-gang capacity", "Nodes"),
+    queuedBy(object, ctx),
+  );
+  return mergeInto(findings, capacity);
+}

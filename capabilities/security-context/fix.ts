@@ -17,6 +17,7 @@ import type { V1Container } from "@kubernetes/client-node";
 import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import type { Settings } from "../../lib/settings";
 import { type RuleChange } from "../../lib/policy";
+import { withoutTrailingSlashes } from "../../lib/text";
 import { checksFor, type LevelVersion } from "./checks";
 import {
   asArray,
@@ -415,8 +416,7 @@ function mountScratch(
 }
 
 export function normalizePath(path: string): string {
-  const trimmed = path.replace(/\/+$/, "");
-  return trimmed === "" ? "/" : trimmed;
+  return withoutTrailingSlashes(path) || "/";
 }
 
 /** Whether the container already mounts something at `path` or at a directory above it. */

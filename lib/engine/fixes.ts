@@ -9,6 +9,7 @@ import { contextOf, exemptionsFor, policyApplies } from "./context";
 import { fixFailureViolation, reasonOf, stamped, type FixFailure } from "./findings";
 import { recordFixes, recordFixFailures } from "./fix-trace";
 import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
+import { workloadKindOf } from "../workload-kinds/roles";
 import { workloadTargets } from "../workload-kinds/targets";
 
 /**
@@ -37,10 +38,13 @@ export async function runFixes(
 
 /** Whether a workload's own template is fixed when it is applied (see mutate). */
 export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
+  const kinds = kindsInForce(settings.workloads);
   return (
     settings.workloads.mutate &&
-    isWorkload(workload, kindsInForce(settings.workloads)) &&
-    !hasController(workload)
+    isWorkload(workload, kinds) &&
+    !hasController(workload) &&
+    // Pods built in code (an InferenceService's) have no template of their own to fix in place.
+    !workloadKindOf(workload, kinds)?.builtBy
   );
 }
 

@@ -4,6 +4,7 @@
 import { kindsInForce } from "../workload-kinds/in-force";
 import { workloadTargets } from "../workload-kinds/targets";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import type { RuntimeSource } from "../serving-runtimes";
 import {
   containersChanged,
   isBeingDeleted,
@@ -45,6 +46,9 @@ export function storedVersionOf(
   operation: Operation,
   oldObject: KubeObject | undefined,
   settings: Settings,
+  /** For a kind whose pods are built from the cluster view (an InferenceService's runtimes). */
+  cluster?: RuntimeSource,
+  namespace?: string,
 ): StoredVersion | undefined {
   if (operation !== "UPDATE" || !isRecord(oldObject) || !isRecord(obj)) return undefined;
   if (oldObject.kind !== obj.kind) return undefined;
@@ -58,7 +62,7 @@ export function storedVersionOf(
         const template = isPod(object) ? podTemplateOf(object) : undefined;
         targets = template
           ? [{ object, template, isTemplate: false }]
-          : workloadTargets(object, kindsInForce(settings.workloads));
+          : workloadTargets(object, kindsInForce(settings.workloads), {}, cluster, namespace);
       }
       return targets;
     },

@@ -4,7 +4,7 @@ import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
 import { isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
 import type { PodTarget, Policy, RuleContext } from "../policy";
-import { emptyFindings, mergeFindings, type Findings } from "../verdict";
+import { emptyFindings, formatNote, mergeFindings, type Findings } from "../verdict";
 import { policyApplies, speaksFirst } from "./context";
 import {
   fixFailureViolation,
@@ -71,6 +71,9 @@ async function validate(
           }
           mergeFindings(findings, withoutRepeats(judged));
         }
+        if (simulation.notes.length && speaksFirst(policy, obj, ctx, allPolicies))
+          findings.warnings.push(...simulation.notes.map(n => formatNote("workloads", n)));
+        if (simulation.rename) renameFields(findings, simulation.rename);
       }
     } else if (policy.check && policy.extraKinds?.includes(obj.kind ?? "")) {
       mergeFindings(findings, stampFindings(policy, await policy.check(obj, undefined, ctx)));
@@ -79,6 +82,18 @@ async function validate(
     findings.violations.push(internalError(policy.name, "check", reasonOf(e)));
   }
   return findings;
+}
+
+/** Every message of the findings with the fields of a built pod spec named as the object has them. */
+function renameFields(findings: Findings, rename: (text: string) => string): void {
+  findings.violations = findings.violations.map(v => ({
+    ...v,
+    message: rename(v.message),
+    fix: rename(v.fix),
+  }));
+  findings.changes = findings.changes.map(c => ({ ...c, message: rename(c.message) }));
+  findings.warnings = findings.warnings.map(rename);
+  findings.skipped = findings.skipped.map(s => ({ ...s, reason: rename(s.reason) }));
 }
 
 /** Findings of several roles judged alike, each said once (two roles with the same image, say). */

@@ -16,6 +16,10 @@ export interface Simulation {
   targets: PodTarget[];
   changes: Change[];
   failures: FixFailure[];
+  /** What could not be judged (an InferenceService's model without a known runtime): warnings, said once. */
+  notes: string[];
+  /** A finding's fields of a built pod spec renamed to the object's own (an InferenceService's components). */
+  rename?: (text: string) => string;
 }
 
 /** A copy of a workload whose pod templates have had every policy's fix applied: its pods as they will run. */
@@ -33,7 +37,7 @@ export async function simulateWorkload(
   const copy = kind
     ? { ...workload, spec: JSON.parse(JSON.stringify(workload.spec ?? null)) }
     : copyWithOwnTemplate(workload);
-  const targets = workloadTargets(copy, kinds);
+  const targets = workloadTargets(copy, kinds, {}, ctx.cluster, ctx.namespaceName);
   if (!targets.length) return undefined;
   groupAlike(targets);
   const changes: Change[] = [];
@@ -72,7 +76,12 @@ export async function simulateWorkload(
       if (!failures.some(g => g.capability === f.capability && g.reason === f.reason))
         failures.push(f);
   }
-  return { copy, targets, changes, failures };
+  const notes = [...new Set(targets.flatMap(t => t.role?.notes ?? []))];
+  const renames = targets.flatMap(t => (t.role?.rename ? [t.role.rename] : []));
+  const rename = renames.length
+    ? (text: string) => renames.reduce((out, r) => r(out), text)
+    : undefined;
+  return { copy, targets, changes, failures, notes, rename };
 }
 
 /**

@@ -6,8 +6,8 @@
 // gives the watch), every object handed to the report scan and dropped. A CRD installed later is
 // picked up at the next probe; one never installed costs a list a minute.
 import { GenericKind } from "kubernetes-fluent-client";
-import { describeError, withBudget, API_BUDGET_MS } from "../api-calls";
-import { ListWatch, listPaged } from "../list-watch";
+import { describeError } from "../api-calls";
+import { isServed, ListWatch } from "../list-watch";
 import type { KubeObject } from "../pod";
 import type { Logger } from "../watched-store";
 import { groupOf, pluralOf, versionOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
@@ -38,33 +38,8 @@ export const gvkOf = (spec: WorkloadKindSpec) => ({
   plural: pluralOf(spec),
 });
 
-/** Ends a probe's list at its first object: the kind is served, the rest is the watch's to read. */
-const SERVED = Symbol("served");
-
-/**
- * A list of the kind (one object: a served kind's whole list could be large), bounded in time:
- * 404 means its CRD is not installed (or not that version).
- */
-const probeByListing: Probe = async spec => {
-  try {
-    await withBudget(
-      listPaged(
-        GenericKind,
-        () => {
-          throw SERVED;
-        },
-        { pageSize: 1, filters: { kindOverride: gvkOf(spec) } },
-      ),
-      API_BUDGET_MS,
-      `listing ${pluralOf(spec)}`,
-    );
-    return true;
-  } catch (e) {
-    if (e === SERVED) return true;
-    if ((e as { status?: number }).status === 404) return false;
-    throw e;
-  }
-};
+/** A list of the kind's first object (lib/list-watch.ts isServed): 404, its CRD not installed. */
+const probeByListing: Probe = spec => isServed(gvkOf(spec));
 
 /** A list in pages, then a watch: each object handed over and dropped, none kept. */
 function listAndWatch(spec: WorkloadKindSpec, onObject: OnWorkload, log?: Logger): void {

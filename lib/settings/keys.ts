@@ -17,6 +17,8 @@ export const NS_KEYS = {
   allowedRegistries: "admission-guard.dev/allowed-registries",
   /** Namespace label: off | fill, overriding securityContext.readOnlyRootFilesystem there. */
   readOnlyRoot: "admission-guard.dev/read-only-root-filesystem",
+  /** Namespace label: gpu | all | off, overriding sharedMemory.mount there. */
+  sharedMemory: "admission-guard.dev/shared-memory",
   /** Object annotation: what admission-guard changed, one capability/rule a line. */
   fixed: "admission-guard.dev/fixed",
   /** Object annotation: the Pod Security level and version security-context fixed to ("baseline:v1.30"). */

@@ -3,6 +3,7 @@
 import * as z from "zod";
 import { parsePrefix } from "../image-reference";
 import { parseCidr } from "../images/egress";
+import { safeParseQuantity } from "../quantity";
 import { FAILURE_POLICIES } from "../webhooks/arming";
 import { WorkloadKindsSchema } from "../workload-kinds/schema";
 import { BUILT_IN_KIND_NAMES } from "../workload-kinds/table";
@@ -15,6 +16,18 @@ const dnsName = z
   .max(253);
 const absolutePath = z.string().regex(/^\/[^\0]*$/, "must be an absolute path");
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
+/** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
+export const SHARED_MEMORY_MOUNT = ["gpu", "all", "off"] as const;
+/** A positive amount of memory, as a Kubernetes quantity of bytes: "1Gi", "512Mi". */
+const memoryQuantity = z
+  .union([z.string(), z.number()])
+  .superRefine((value, ctx) => {
+    const parsed = safeParseQuantity(value);
+    if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.error });
+    else if (parsed.quantity.milli < 1_048_576_000n)
+      ctx.addIssue({ code: "custom", message: `${JSON.stringify(value)} is less than 1Mi` });
+  })
+  .transform(String);
 /** A Pod Security policy version, as the enforce-version label writes it. */
 const policyVersion = z
   .string()
@@ -189,8 +202,29 @@ export const SettingsSchema = z
       .strictObject({
         enabled: z.boolean().default(true),
         nodeFit: z.boolean().default(true),
+        /**
+         * A gang (a PyTorchJob, a JobSet, a Volcano Job's minAvailable) that even empty nodes could
+         * never hold at once: deny, warn (a cluster autoscaler adds nodes of the kinds that exist),
+         * or off. Off too with nodeFit off.
+         */
+        gangCapacity: z.enum(["deny", "warn", "off"]).default("deny"),
         /** When quota/node data cannot be had (cache not synced, API unreachable): allow with a warning, or deny. */
         onUnavailable: z.enum(["allow", "deny"]).default("allow"),
+      })
+      .prefault({}),
+    sharedMemory: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        /**
+         * Which pods get a memory-backed emptyDir at /dev/shm (the runtime's own is 64 MiB, too
+         * small for PyTorch's DataLoader workers): "gpu" (pods that ask for a GPU), "all", "off".
+         * The namespace label admission-guard.dev/shared-memory overrides it.
+         */
+        mount: z.enum(SHARED_MEMORY_MOUNT).default("gpu"),
+        /** Its sizeLimit: this fraction of the largest memory limit of the pod's containers. */
+        sizeFraction: z.number().gt(0).max(1).default(0.5),
+        /** Its sizeLimit when no container has a memory limit (a quantity of bytes). */
+        defaultSizeLimit: memoryQuantity.default("1Gi"),
       })
       .prefault({}),
     registries: z

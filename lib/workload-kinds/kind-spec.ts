@@ -42,6 +42,13 @@ export interface WorkloadKindSpec {
   /** A field that, when true, holds the workload back (Kueue's suspend): quota then warns only. */
   suspend?: string;
   templates: TemplateSpec[];
+  /**
+   * A built-in kind whose pods are not templates at paths but built in code, from the object and
+   * the cluster view (KServe's InferenceService: lib/workload-kinds/inference-service.ts). Not a
+   * field of the setting. Such a kind's templates are never fixed in place (workloads.mutate): its
+   * pods get the fixes when they are created.
+   */
+  builtBy?: "inference-service";
 }
 
 /** "kubeflow.org/v1" → "kubeflow.org"; "v1" → "" (the core group). */

@@ -5,6 +5,8 @@ import type { KubeObject, PodTemplateRef } from "../pod";
 import { isRecord } from "../record";
 import { groupOf, type CountTerm, type TemplateSpec, type WorkloadKindSpec } from "./kind-spec";
 import { findAll, findAt, parsePath, pathWith } from "./paths";
+import type { RuntimeSource } from "../serving-runtimes";
+import { inferenceServiceRoles } from "./inference-service";
 
 /** One pod template of a workload and the pods it makes. */
 export interface PodRole {
@@ -17,6 +19,13 @@ export interface PodRole {
   field: string;
   /** The most pods it may grow to (an autoscaled group), when more than `pods`. */
   atMost?: number;
+  /**
+   * A role whose pod spec is built (an InferenceService's component): a finding's field of the
+   * built spec (`spec.predictor.spec.containers[0]`) renamed to where the object says it.
+   */
+  rename?: (text: string) => string;
+  /** What could not be judged of the role, said once as a warning (a model's runtime not known). */
+  notes?: string[];
 }
 
 /** The kind spec for an object among the kinds in force (in-force.ts), matched on API group and kind (any version). */
@@ -127,8 +136,17 @@ function rolesOfTemplate(obj: KubeObject, spec: TemplateSpec): PodRole[] {
   return roles;
 }
 
-/** Every pod template of the object, in the order of its kind spec. Missing metadata is created on the template. */
-export function podRolesOf(obj: KubeObject, kind: WorkloadKindSpec): PodRole[] {
+/**
+ * Every pod template of the object, in the order of its kind spec. Missing metadata is created on
+ * the template. A kind built in code reads the cluster view (an InferenceService's runtimes).
+ */
+export function podRolesOf(
+  obj: KubeObject,
+  kind: WorkloadKindSpec,
+  cluster?: RuntimeSource,
+  namespace?: string,
+): PodRole[] {
+  if (kind.builtBy === "inference-service") return inferenceServiceRoles(obj, cluster, namespace);
   return kind.templates.flatMap(t => rolesOfTemplate(obj, t));
 }
 

@@ -1,7 +1,7 @@
 // The ML workload kinds judged at apply, in the form of the setting workloads.kinds: where each
 // kind's pod templates are and how many pods each makes at once. Paths and defaults are those of
 // each project's published API reference (Kubeflow Training Operator, KubeRay, JobSet,
-// LeaderWorkerSet, Volcano); an operator then makes the pods, which are judged again at Pod CREATE.
+// LeaderWorkerSet, Volcano, KServe); an operator then makes the pods, which are judged again at Pod CREATE.
 import { kindName, type TemplateSpec, type WorkloadKindSpec } from "./kind-spec";
 
 /** Kubeflow's `<x>ReplicaSpecs`: a map of role (Master, Worker, PS, Launcher) → {replicas (default 1), template}. */
@@ -116,6 +116,14 @@ export const BUILT_IN_KINDS: readonly WorkloadKindSpec[] = [
         replicas: ["spec.tasks.*.replicas"],
       },
     ],
+  },
+  {
+    // KServe: each component (predictor, transformer, explainer) an inline pod spec, a predictor's
+    // model container from a ServingRuntime; built in code (inference-service.ts), minReplicas pods.
+    apiVersion: "serving.kserve.io/v1beta1",
+    kind: "InferenceService",
+    templates: [],
+    builtBy: "inference-service",
   },
 ];
 

@@ -2,6 +2,7 @@
 // of an ML kind (a PyTorchJob's Master and Worker). Pure.
 import { podTemplateOf, type KubeObject } from "../pod";
 import type { PodTarget } from "../policy";
+import type { RuntimeSource } from "../serving-runtimes";
 import type { WorkloadKindSpec } from "./kind-spec";
 import { podRolesOf, workloadKindOf } from "./roles";
 
@@ -13,10 +14,13 @@ export function workloadTargets(
   workload: KubeObject,
   platformKinds: readonly WorkloadKindSpec[],
   extra: Partial<PodTarget> = {},
+  /** The cluster view and namespace, for a kind whose pods are built from it (an InferenceService's runtimes). */
+  cluster?: RuntimeSource,
+  namespace?: string,
 ): PodTarget[] {
   const kind = workloadKindOf(workload, platformKinds);
   if (kind)
-    return podRolesOf(workload, kind).map(role => ({
+    return podRolesOf(workload, kind, cluster, namespace).map(role => ({
       object: workload,
       template: role.template,
       isTemplate: true,

@@ -34,7 +34,11 @@ const pytorchJob = (name: string, workers: number, labels: Record<string, string
   return job;
 };
 const GPU_NODE = "ml-gpu-1";
-afterAll(() => cluster.admin.raw("DELETE", `/api/v1/nodes/${GPU_NODE}`));
+// Eight: the admitted gangs (up to 8 pods of 8 GPUs) must fit the cluster whole (gang-capacity).
+const GPU_NODES = Array.from({ length: 8 }, (_, i) => `ml-gpu-${i + 1}`);
+afterAll(async () => {
+  for (const name of GPU_NODES) await cluster.admin.raw("DELETE", `/api/v1/nodes/${name}`);
+});
 const apply = (obj: KubeObject) => kubectl(cluster, ["apply", "-f", "-"], stringify(obj));
 
 beforeAll(async () => {
@@ -59,16 +63,17 @@ beforeAll(async () => {
     join(REPO_ROOT, "deploy/policyreport-crd.yaml"),
   ]);
   if (crd.code !== 0) throw new Error(crd.stderr);
-  // An 8-GPU node: node fit judges each role against the cluster's nodes (earlier files leave
+  // 8-GPU nodes: node fit judges each role against the cluster's nodes (earlier files leave
   // nodes without GPUs, on which no role here would fit).
-  await addNode(cluster, {
-    metadata: { name: GPU_NODE, labels: { "kubernetes.io/hostname": GPU_NODE } },
-    spec: {},
-    status: {
-      capacity: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": "8" },
-      allocatable: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": "8" },
-    },
-  });
+  for (const name of GPU_NODES)
+    await addNode(cluster, {
+      metadata: { name, labels: { "kubernetes.io/hostname": name } },
+      spec: {},
+      status: {
+        capacity: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": "8" },
+        allocatable: { cpu: "64", memory: "512Gi", pods: "110", "nvidia.com/gpu": "8" },
+      },
+    });
   await guard.install({ dist });
   // The quota controller has counted the namespace (status.used), as the module reads it.
   await eventually(async () => {

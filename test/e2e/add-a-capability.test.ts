@@ -95,6 +95,7 @@ afterAll(async () => {
 it("the copy is listed with the others, in order, for `check` and Pepr alike", () => {
   expect(policies.map(p => p.name)).toEqual([
     "image-registry",
+    "shared-memory",
     "security-context",
     "labels",
     "service-account",

@@ -99,6 +99,13 @@ async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
       plural: pluralOf(k),
       namespaced: true,
     });
+  // DRA served (resource.k8s.io/v1beta1, as a 1.32 API server with DRA on): the caches of lib/dra-live.ts.
+  for (const [kind, plural, namespaced] of [
+    ["ResourceClaimTemplate", "resourceclaimtemplates", true],
+    ["DeviceClass", "deviceclasses", false],
+    ["ResourceSlice", "resourceslices", false],
+  ] as const)
+    api.registerType({ group: "resource.k8s.io", version: "v1beta1", kind, plural, namespaced });
   try {
     return { api, controller: await startController({ api }) };
   } catch (e) {

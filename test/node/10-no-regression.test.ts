@@ -10,6 +10,10 @@
 // namespace enforcing Pod Security "baseline", and in an unlabelled one with
 // securityContext.defaultLevel "privileged" (a second controller, those settings), every shape
 // that Succeeds with no policy Succeeds with the module, unfixed.
+//
+// One more row (issue 29): a PyTorch-style job whose DataLoader workers share 256 MiB through
+// /dev/shm fails on the runtime's 64 MiB alone, and Succeeds with the module's shared-memory fix
+// (turned on for every pod by its namespace label: the node has no GPU).
 import { applyObjects, connect, namespace, useModule } from "../cluster/support/cluster";
 import { installModule, type InstalledModule } from "../cluster/support/module";
 import { SHAPES, SHAPE_USERS, type Shape } from "./support/shapes";
@@ -21,6 +25,8 @@ import {
   table,
   type Outcome,
   removeNamespaces,
+  runJob,
+  sharedMemoryJob,
 } from "./support/workloads";
 
 const cluster = connect();
@@ -30,6 +36,8 @@ const guard = useModule(cluster, { env: nodeModuleEnv(registry) });
 const OPEN = "node-open";
 const RESTRICTED = "node-restricted";
 const BASELINE = "node-baseline";
+/** Opted in to the shared-memory fix for every pod (it acts on GPU pods by default). */
+const SHM = "node-shm";
 
 type Column =
   | "open"
@@ -63,6 +71,13 @@ const warnings = new Map<string, string[]>();
 const key = (shape: Shape, column: Column) => `${shape}/${column}`;
 const outcome = (shape: Shape, column: Column) => outcomes.get(key(shape, column))!;
 const podName = (shape: Shape, column: Column) => `${shape}-${column.replace("+", "-")}`;
+/** The shared-memory row: the job's pod, by column, with the Job's admission warnings. */
+const SHM_ROW = "shm-loader";
+const shmRuns = new Map<Column, Awaited<ReturnType<typeof runJob>>>();
+async function runShm(column: "open" | "open+module") {
+  const job = sharedMemoryJob(`${SHM_ROW}-${column.replace("+", "-")}`, SHM, registry);
+  shmRuns.set(column, await runJob(cluster, job));
+}
 
 async function run(columns: Column[]) {
   const planned = SHAPES.flatMap(shape =>
@@ -92,6 +107,7 @@ beforeAll(async () => {
     namespace(OPEN),
     namespace(RESTRICTED, { "pod-security.kubernetes.io/enforce": "restricted" }),
     namespace(BASELINE, { "pod-security.kubernetes.io/enforce": "baseline" }),
+    namespace(SHM, { "admission-guard.dev/shared-memory": "all" }),
   ]);
 });
 
@@ -103,6 +119,14 @@ afterAll(() => {
       outcomes.has(key(shape, c)) ? describeOutcome(outcome(shape, c), 70) : "-",
     ),
   ]);
+  rows.push([
+    SHM_ROW,
+    "Job: 4 workers × 64 MiB in /dev/shm at once (USER 1001; namespace label shared-memory=all)",
+    ...(Object.keys(COLUMNS) as Column[]).map(c => {
+      const ran = shmRuns.get(c);
+      return ran ? describeOutcome(ran.outcome, 70) : "-";
+    }),
+  ]);
   process.stdout.write(
     `\nThe no-regression table (a training probe per image shape, on the real node):\n\n${table(
       ["shape", "image", ...Object.values(COLUMNS)],
@@ -112,7 +136,10 @@ afterAll(() => {
 });
 
 describe("Kubernetes alone", () => {
-  beforeAll(() => run(["open", "minimal", "bare", "baseline"]), 180_000);
+  beforeAll(
+    () => Promise.all([run(["open", "minimal", "bare", "baseline"]), runShm("open")]),
+    180_000,
+  );
 
   test("every image shape runs as built where no policy applies", () => {
     for (const shape of SHAPES)
@@ -140,6 +167,15 @@ describe("Kubernetes alone", () => {
       expect([shape, outcome(shape, "baseline")]).toEqual([shape, { kind: "Succeeded" }]);
   });
 
+  test("a PyTorch-style job whose workers share 256 MiB through /dev/shm fails: the runtime's /dev/shm is 64 MiB", () => {
+    expect(shmRuns.get("open")?.outcome).toEqual({
+      kind: "Failed",
+      message: expect.stringMatching(
+        /^probe failed: shm \(\d+ bytes read back\) worker\d: dd: error writing '\/dev\/shm\/batch\.\d': No space left on device;/m,
+      ),
+    });
+  });
+
   test("restricted without a securityContext: Pod Security refuses every pod", () => {
     for (const shape of SHAPES)
       expect(outcome(shape, "bare")).toMatchObject({
@@ -152,7 +188,7 @@ describe("Kubernetes alone", () => {
 describe("with admission-guard", () => {
   beforeAll(async () => {
     await guard.install();
-    await run(WITH_MODULE);
+    await Promise.all([run(WITH_MODULE), runShm("open+module")]);
   }, 240_000);
 
   test("no regression: every image that Succeeds with only Pod Security's fields still Succeeds", () => {
@@ -170,6 +206,31 @@ describe("with admission-guard", () => {
           column,
           { kind: "Succeeded" },
         ]);
+  });
+
+  test("the same job Succeeds with the module: /dev/shm a memory-backed emptyDir sized from its memory limit, said when applied", () => {
+    const ran = shmRuns.get("open+module")!;
+    expect(ran.outcome).toEqual({
+      kind: "Succeeded",
+    });
+    const spec = ran.pod!.spec as {
+      volumes?: { name: string; emptyDir?: unknown }[];
+      containers: { volumeMounts?: { name: string; mountPath: string }[] }[];
+    };
+    expect(spec.volumes).toContainEqual({
+      name: "ag-shared-memory",
+      emptyDir: { medium: "Memory", sizeLimit: "512Mi" },
+    });
+    expect(spec.containers[0].volumeMounts).toContainEqual({
+      name: "ag-shared-memory",
+      mountPath: "/dev/shm",
+    });
+    // kubectl apply of the Job printed what its pod would get, and what counts its pages.
+    const said = ran.warnings.join("\n");
+    expect(said).toContain("admission-guard/shared-memory: its pods will get");
+    expect(said).toContain(
+      "will get /dev/shm as a memory-backed emptyDir (ag-shared-memory) of 512Mi (the namespace label admission-guard.dev/shared-memory=all): what is written there counts within the memory limit of the container that writes it",
+    );
   });
 
   test("an image that writes where only its build user may (root-built WORKDIR, a named user) is told so at admission, and fails only on that write", () => {
@@ -230,4 +291,4 @@ describe("with admission-guard, at the level the namespace enforces", () => {
 });
 
 // The node is shared by the files that follow.
-afterAll(() => removeNamespaces(cluster, [OPEN, RESTRICTED, BASELINE]), 60_000);
+afterAll(() => removeNamespaces(cluster, [OPEN, RESTRICTED, BASELINE, SHM]), 60_000);

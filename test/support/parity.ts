@@ -48,6 +48,12 @@ export class SyncedSnapshot extends SnapshotCluster {
   nodes(): V1Node[] {
     return super.nodes() ?? [];
   }
+  servingRuntimes(namespace: string): readonly KubeObject[] {
+    return super.servingRuntimes(namespace) ?? [];
+  }
+  clusterServingRuntimes(): readonly KubeObject[] {
+    return super.clusterServingRuntimes() ?? [];
+  }
 }
 
 /** Controller environment carrying these settings (give the same to checkParity). */

@@ -122,6 +122,13 @@ export const RESOURCE_TYPES: ResourceType[] = [
     false,
   ),
   inGroup("discovery.k8s.io")("EndpointSlice", "endpointslices"),
+  // KServe's runtimes, which an InferenceService's model container is built from.
+  inGroup("serving.kserve.io", "v1alpha1")("ServingRuntime", "servingruntimes"),
+  inGroup("serving.kserve.io", "v1alpha1")(
+    "ClusterServingRuntime",
+    "clusterservingruntimes",
+    false,
+  ),
 ];
 
 const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);

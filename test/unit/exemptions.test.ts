@@ -429,7 +429,7 @@ describe("the exemptions capability judges Exemptions as they are written", () =
     );
     expect(r.rules).toEqual(["unknown-rule", "unknown-rule", "unknown-rule"]);
     expect(r.text).toContain('"securty-context" is no capability of this module');
-    expect(r.text).toContain("use one of image-registry, security-context");
+    expect(r.text).toContain("use one of image-registry, shared-memory, security-context");
     expect(r.text).toContain('names "priviledged", not rules of security-context');
     expect(r.text).not.toContain("internal-error");
   });

@@ -54,8 +54,8 @@ const node = (name: string, gpus: number): KubeObject => ({
 const cluster = (...objects: KubeObject[]) =>
   new SnapshotCluster([
     { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
-    node("gpu-a", 8),
-    node("gpu-b", 8),
+    // Eight 8-GPU nodes: room for the gangs of up to 8 pods these tests admit (whole-gang capacity).
+    ...["a", "b", "c", "d", "e", "f", "g", "h"].map(x => node(`gpu-${x}`, 8)),
     ...objects,
   ]);
 

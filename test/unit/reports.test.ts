@@ -459,10 +459,12 @@ describe("the scan", () => {
       },
     });
     await scanner.observe(owned("ConfigMap", "v1"));
-    await scanner.observe(owned("InferenceService", "serving.kserve.io/v1beta1"));
+    await scanner.observe(owned("Workflow", "argoproj.io/v1alpha1"));
     expect(scanner.size()).toBe(2);
-    // A kind it judges (its template was judged when it was applied): its copy is not.
+    // A kind it judges (its template was judged when it was applied): its copy is not. KServe's
+    // raw Deployment of an InferenceService too (its pods were built and judged at apply).
     await scanner.observe(owned("JobSet", "jobset.x-k8s.io/v1alpha2"));
+    await scanner.observe(owned("InferenceService", "serving.kserve.io/v1beta1"));
     expect(scanner.size()).toBe(2);
   });
 

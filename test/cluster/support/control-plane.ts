@@ -67,8 +67,23 @@ export const ADMISSION_PLUGINS = [
 /**
  * Feature gates of the kube-apiserver. ImageVolume (alpha in v1.32): without it the API server drops
  * spec.volumes[].image before admission, and the module's image-volume rules could not be shown.
+ * DynamicResourceAllocation (beta in v1.32, off by default): without it the API server drops
+ * spec.resourceClaims and serves no resource.k8s.io (test/cluster/78-dra.test.ts); it changes
+ * nothing for pods that claim no device.
  */
-export const FEATURE_GATES = ["ImageVolume=true"];
+export const FEATURE_GATES = ["ImageVolume=true", "DynamicResourceAllocation=true"];
+
+/**
+ * API groups served beyond the defaults: resource.k8s.io/v1beta1, DRA's API in v1.32 (a beta API
+ * is off by default). Newer API servers serve it (v1) anyway.
+ */
+export const RUNTIME_CONFIG = ["resource.k8s.io/v1beta1=true"];
+
+/**
+ * Feature gates of the controller manager: with DRA its quota controller counts ResourceClaims in
+ * status.used, and its resource-claim controller makes each pod's claims from their templates.
+ */
+export const CONTROLLER_MANAGER_FEATURE_GATES = ["DynamicResourceAllocation=true"];
 
 /** What the API server's audit log records: who asked a SubjectAccessReview, nothing else. */
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
@@ -196,6 +211,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       // loopback address).
       `--endpoint-reconciler-type=none`,
       `--feature-gates=${FEATURE_GATES.join(",")}`,
+      `--runtime-config=${RUNTIME_CONFIG.join(",")}`,
       `--audit-policy-file=${files.auditPolicy}`,
       `--audit-log-path=${files.auditLog}`,
       `--v=0`,
@@ -236,6 +252,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--service-account-private-key-file=${files.saKey}`,
       `--root-ca-file=${files.ca}`,
       `--controllers=${controllersFlag(kcmHelp, Boolean(options.node))}`,
+      `--feature-gates=${CONTROLLER_MANAGER_FEATURE_GATES.join(",")}`,
       `--v=0`,
     ]);
     // The controller manager works once it has made the `default` ServiceAccount of `default`.

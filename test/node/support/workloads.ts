@@ -244,3 +244,108 @@ export const seedNamespaces = (): KubeObject[] => [
     "admission-guard.dev/require-component": "gpt4",
   }),
 ];
+
+/** What the shared-memory job's workers put in /dev/shm together: 4 × 64 MiB. */
+export const SHM_WORKERS = 4;
+export const SHM_MIB_PER_WORKER = 64;
+
+/**
+ * A PyTorch DataLoader in shell: SHM_WORKERS worker processes of one pod each put a 64 MiB batch in
+ * /dev/shm at once (256 MiB together, four times the runtime's own 64 MiB tmpfs), then the main
+ * process reads every batch back. A write past the tmpfs' size fails with ENOSPC ("No space left
+ * on device"), which the summary line names; PyTorch's workers die of the same as SIGBUS.
+ */
+export const SHM_SCRIPT = `
+n=${SHM_WORKERS}; mib=${SHM_MIB_PER_WORKER}; bb=/bin/busybox
+i=0; pids=""
+while [ $i -lt $n ]; do
+  $bb dd if=/dev/zero of=/dev/shm/batch.$i bs=1048576 count=$mib 2>/tmp/worker.$i &
+  pids="$pids $!"; i=$((i+1))
+done
+failed=""; i=0
+for p in $pids; do
+  wait $p || failed="$failed worker$i: $($bb head -n 1 /tmp/worker.$i);"
+  i=$((i+1))
+done
+total=$($bb cat /dev/shm/batch.* 2>/dev/null | $bb wc -c)
+$bb df -m /dev/shm | $bb tail -n 1
+if [ -n "$failed" ] || [ "$total" -ne $((n * mib * 1048576)) ]; then
+  echo "probe failed: shm ($total bytes read back)$failed" | $bb tee /dev/termination-log; exit 1
+fi
+echo "shm ok: $n workers shared $((total / 1048576)) MiB" | $bb tee /dev/termination-log
+`;
+
+/** The shared-memory job: one pod (parallel workers inside it, as a DataLoader's), never retried. */
+export function sharedMemoryJob(name: string, namespace: string, registry: string): KubeObject {
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: { name, namespace },
+    spec: {
+      backoffLimit: 0,
+      template: {
+        metadata: { labels: { app: "shm-loader" } },
+        spec: {
+          restartPolicy: "Never",
+          containers: [
+            {
+              name: "loader",
+              image: imageOf(registry, "nonroot-numeric"),
+              imagePullPolicy: "IfNotPresent",
+              command: ["sh", "-c", SHM_SCRIPT],
+              terminationMessagePolicy: "FallbackToLogsOnError",
+              // The batches are charged to this limit (tmpfs pages count in the memory cgroup).
+              resources: { limits: { memory: "1Gi" } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Creates a Job (as the admin, through every admission webhook) and waits until its pod has an
+ * outcome: what runPods says of a pod, for the pod the Job made. Its admission warnings, and the
+ * pod as it ran, come back too.
+ */
+export async function runJob(
+  cluster: Cluster,
+  job: KubeObject,
+  timeoutMs = 90_000,
+): Promise<{ outcome: Outcome; warnings: string[]; pod?: KubeObject }> {
+  const { namespace: ns, name } = job.metadata!;
+  const res = await cluster.admin.create(`/apis/batch/v1/namespaces/${ns}/jobs`, job);
+  if (res.status >= 300)
+    return {
+      outcome: {
+        kind: "Denied",
+        message: String((res.body as { message?: string }).message ?? res.text),
+      },
+      warnings: res.warnings,
+    };
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pods = await cluster.admin.get(
+      `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(`job-name=${name}`)}`,
+    );
+    const pod = ((pods.body.items as KubeObject[] | undefined) ?? [])[0];
+    const outcome = pod && outcomeOf(pod, "completion");
+    if (outcome) return { outcome, warnings: res.warnings, pod };
+    if (Date.now() > deadline) {
+      const status = (await cluster.admin.get(`/apis/batch/v1/namespaces/${ns}/jobs/${name}`)).body
+        .status;
+      return {
+        outcome: {
+          kind: "Pending",
+          message: pod
+            ? `pod ${pod.metadata?.name} ${JSON.stringify((pod as V1Pod).status?.phase)}`
+            : `no pod yet (job status ${JSON.stringify(status)})`,
+        },
+        warnings: res.warnings,
+        pod,
+      };
+    }
+    await new Promise(r => setTimeout(r, 500));
+  }
+}
