@@ -111,5 +111,6 @@ test("cordoning a node makes the 40-worker gang too big: an update to 40 from 39
     return r;
   }, 30_000);
   expect(result.code).not.toBe(0);
-  expect(result.stderr).toContain("excluded: 1 by unschedulable");
+  // Other files' nodes may be excluded too (by their taints): the cordoned one is counted.
+  expect(result.stderr).toMatch(/excluded: [^)]*\b1 by unschedulable/);
 });

@@ -873,6 +873,12 @@ export const errorCases: ServerCase[] = [
     object: withVolume({ scaleIO: { secretRef: null } }),
     accepted: false,
   },
+  // DynamicResourceAllocation is on in the test control plane (78-dra): the server validates it.
+  {
+    name: "resourceClaims entry without name",
+    object: pod({ resourceClaims: [{ resourceClaimName: "x" }] }),
+    accepted: false,
+  },
 ];
 
 /** Every case both agree on. */
@@ -892,18 +898,14 @@ export const serverCases: ServerCase[] = [
  *   or the server say the rest).
  */
 export const knownDifferences: ServerCase[] = [
-  // Feature gates off in 1.32 (InPlacePodVerticalScaling, DynamicResourceAllocation,
-  // ClusterTrustBundleProjection, SupplementalGroupsPolicy, ProcMountType). ImageVolume is on in
-  // the test control plane (image volumes must reach the registry rules: 85-hostile), so there the
-  // server validates an image volume's pullPolicy as check does.
+  // Feature gates off in 1.32 (InPlacePodVerticalScaling, ClusterTrustBundleProjection,
+  // SupplementalGroupsPolicy, ProcMountType). ImageVolume and DynamicResourceAllocation are on in
+  // the test control plane (image volumes must reach the registry rules: 85-hostile; DRA: 78-dra),
+  // so there the server validates an image volume's pullPolicy and a resourceClaims entry as check
+  // does.
   {
     name: "gated: resizePolicy without resourceName",
     object: inContainer({ resizePolicy: [{ restartPolicy: "NotRequired" }] }),
-    accepted: true,
-  },
-  {
-    name: "gated: resourceClaims entry without name",
-    object: pod({ resourceClaims: [{ resourceClaimName: "x" }] }),
     accepted: true,
   },
   {
