@@ -40,6 +40,8 @@
 //   ... --label <name>                       named in the output file
 //   ... --only watcher|admission  --churn <s>  --settle <s>  --interval <s>
 //   ... --node-options <flags>               NODE_OPTIONS for the controllers (a heap cap)
+//   ... --memory-limit <MiB>                 the watcher in a memory cgroup of that size, as in
+//       its pod: with --node-options --max-old-space-size=259, the heap Node takes under 512 MiB
 //
 // Every phase has a timeout and the run stops by itself (a watchdog per size). Raw numbers:
 // bench/runs/scale-<label>-<timestamp>.json, written after each size.
@@ -80,6 +82,7 @@ import {
   resourceQuotaObject,
   serviceAccountObject,
 } from "./cluster-objects";
+import { MemoryCgroup } from "./memory-cgroup";
 import { cpuSeconds, memoryMb } from "./proc";
 
 // ---------------------------------------------------------------------------------------------
@@ -107,6 +110,8 @@ function parseArgs(argv: string[]) {
     intervalS: undefined as number | undefined,
     /** NODE_OPTIONS for both controllers (e.g. a heap cap: --max-old-space-size=256). */
     nodeOptions: undefined as string | undefined,
+    /** The watcher in a memory cgroup of this many MiB, as in its pod (bench/memory-cgroup.ts). */
+    memoryLimitMib: undefined as number | undefined,
   };
   const value = (i: number) => {
     if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`);
@@ -134,6 +139,7 @@ function parseArgs(argv: string[]) {
     else if (a === "--settle") opts.settleS = Number(value(i++));
     else if (a === "--interval") opts.intervalS = Number(value(i++));
     else if (a === "--node-options") opts.nodeOptions = value(i++);
+    else if (a === "--memory-limit") opts.memoryLimitMib = Number(value(i++));
     else throw new Error(`unknown argument ${a}`);
   }
   return opts;
@@ -592,6 +598,17 @@ async function watcherRun(
   let metrics: ReturnType<typeof metricsSampler> | undefined;
   const t0 = now();
   const s = (t: number) => Number(((t - t0) / 1000).toFixed(2));
+  // The pod's memory limit, when asked: the watcher moved into it as soon as it is seen.
+  const cgroup = OPTS.memoryLimitMib ? MemoryCgroup.create(OPTS.memoryLimitMib) : undefined;
+  const adopting = cgroup
+    ? setInterval(() => {
+        const pid = childRunning(OPTS.bundle);
+        if (!pid) return;
+        cgroup.adopt(pid);
+        clearInterval(adopting);
+        out.cgroupAdoptedAtS = s(now());
+      }, 5)
+    : undefined;
   try {
     watcher = await startWatcher({
       api,
@@ -711,7 +728,13 @@ async function watcherRun(
     metrics?.stop();
     // What it warned about (re-lists, failed writes), success or not.
     if (watcher) out.logTail = watcher.logs().slice(-6000);
+    clearInterval(adopting);
+    if (cgroup) {
+      out.cgroupPeakMib = cgroup.peakMiB();
+      out.oomKills = cgroup.oomKills();
+    }
     await watcher?.stop();
+    cgroup?.remove();
     sampler.stop();
   }
   if (metrics) out.metricsSeries = { columns: metrics.columns, rows: metrics.series };
