@@ -189,8 +189,8 @@ describe("image credentials RBAC (images.credentialsSecrets)", () => {
   });
 });
 
-describe("the watcher's memory (npm run bench:reports: ~611 MB settled, 942 MB peak at 10,000 pods)", () => {
-  it("the manifest and the Helm values give the watcher 640Mi requested, 1280Mi at most; the admission pods keep Pepr's", () => {
+describe("the watcher's memory (npm run bench:scale -- --memory-limit 512: 285 MiB settled, 357 MiB peak at 100,000 pods)", () => {
+  it("the manifest and the Helm values give the watcher 384Mi requested, Pepr's 512Mi at most; the admission pods keep Pepr's", () => {
     const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
       d => d.toJS() as KubeObject,
     );
@@ -206,8 +206,8 @@ describe("the watcher's memory (npm run bench:reports: ~611 MB settled, 942 MB p
     const watcher = deployments.find(d => String(d.metadata?.name).endsWith("-watcher"))!;
     const admission = deployments.find(d => !String(d.metadata?.name).endsWith("-watcher"))!;
     expect(memoryOf(watcher)).toMatchObject({
-      requests: { memory: "640Mi" },
-      limits: { memory: "1280Mi" },
+      requests: { memory: "384Mi" },
+      limits: { memory: "512Mi" },
     });
     expect(memoryOf(admission)).toMatchObject({ limits: { memory: "512Mi" } });
     const values = readFileSync(
@@ -215,7 +215,7 @@ describe("the watcher's memory (npm run bench:reports: ~611 MB settled, 942 MB p
       "utf8",
     );
     expect(values).toMatch(
-      /watcher:[\s\S]*resources:\s*\n\s*requests:\s*\n\s*memory: '?640Mi'?[\s\S]*limits:\s*\n\s*memory: '?1280Mi'?/,
+      /watcher:[\s\S]*resources:\s*\n\s*requests:\s*\n\s*memory: '?384Mi'?[\s\S]*limits:\s*\n\s*memory: '?512Mi'?/,
     );
   });
 });
