@@ -67,6 +67,7 @@ import type { KubeClient } from "../test/cluster/support/kube-client";
 import type { InstalledModule } from "../test/cluster/support/module";
 import { clusterOf, namespaceObject, nodeObject, type Shape } from "./cluster-objects";
 import { cpuSeconds, memoryMb } from "./proc";
+import { thinned } from "./series";
 
 const REPO_ROOT = resolve(__dirname, "..");
 
@@ -1099,13 +1100,12 @@ async function main() {
 }
 
 /** At most ~600 samples (every k-th, and the largest): [t, rss, hwm]. */
-function thin(samples: Sample[]) {
-  const k = Math.max(1, Math.ceil(samples.length / 600));
-  const max = samples.reduce((m, x) => (x.rss > (m?.rss ?? 0) ? x : m), samples[0]);
-  return samples
-    .filter((x, i) => i % k === 0 || x === max)
-    .map(x => [round(x.t), Math.round(x.rss), Math.round(x.hwm)]);
-}
+const thin = (samples: Sample[]) =>
+  thinned(
+    samples,
+    x => x.rss,
+    x => [round(x.t), Math.round(x.rss), Math.round(x.hwm)],
+  );
 
 // ---------------------------------------------------------------------------------------------
 // The table

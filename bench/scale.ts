@@ -84,6 +84,7 @@ import {
 } from "./cluster-objects";
 import { MemoryCgroup } from "./memory-cgroup";
 import { cpuSeconds, memoryMb } from "./proc";
+import { thinned } from "./series";
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -746,18 +747,17 @@ async function watcherRun(
 }
 
 /** Keeps at most ~600 samples of a series (every k-th, and the largest). */
-function thin(samples: Sample[]) {
-  const k = Math.max(1, Math.ceil(samples.length / 600));
-  const max = samples.reduce((m, x) => (x.mb > (m?.mb ?? 0) ? x : m), samples[0]);
-  return samples
-    .filter((x, i) => i % k === 0 || x === max)
-    .map(x => [
+const thin = (samples: Sample[]) =>
+  thinned(
+    samples,
+    x => x.mb,
+    x => [
       Number(x.t.toFixed(1)),
       Math.round(x.mb),
       Number(x.cpu.toFixed(2)),
       Number(x.benchCpu.toFixed(2)),
-    ]);
-}
+    ],
+  );
 
 /**
  * Which pods the churn replaces, in order: replacement j is pod (j × stride) mod pods, a stride
