@@ -218,12 +218,20 @@ function mergePodSpec(runtime: Record<string, unknown>, own: Record<string, unkn
   return json(merged);
 }
 
+/**
+ * What filling the placeholders may add to a runtime container, in characters. A runtime (a
+ * namespace admin's) may hold thousands of {{.Annotations.x}} and the InferenceService 256 KiB of
+ * annotations: filled without a cap, gigabytes. Past it the rest stay as written.
+ */
+export const MAX_PLACEHOLDER_CHARS = 1024 * 1024;
+
 /** KServe's placeholders in a runtime container ({{.Name}}, {{.Namespace}}, labels and annotations). */
 function withPlaceholders(
   container: Record<string, unknown>,
   meta: V1ObjectMeta,
   namespace: string,
 ) {
+  let added = 0;
   const text = JSON.stringify(container).replace(
     /\{\{\s*\.(Name|Namespace|Labels\.([\w-]+)|Annotations\.([\w-]+))\s*\}\}/g,
     (all, what: string, label?: string, annotation?: string) => {
@@ -237,7 +245,10 @@ function withPlaceholders(
               : annotation
                 ? meta.annotations?.[annotation]
                 : undefined;
-      return typeof value === "string" ? JSON.stringify(value).slice(1, -1) : all;
+      if (typeof value !== "string") return all;
+      const filled = JSON.stringify(value).slice(1, -1);
+      if ((added += filled.length) > MAX_PLACEHOLDER_CHARS) return all;
+      return filled;
     },
   );
   return JSON.parse(text) as Record<string, unknown>;

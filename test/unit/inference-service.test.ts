@@ -258,6 +258,22 @@ describe("the pods KServe builds", () => {
     expect(chosen.state === "unknown" && chosen.reason).toContain("over 500 ServingRuntimes");
   });
 
+  it("placeholders a namespace admin repeats over a 200 KB annotation fill 1 MiB at most, not gigabytes", () => {
+    const placeholders = Array.from({ length: 5_000 }, () => "{{.Annotations.big}}");
+    const rt = runtime("amplify", {
+      supportedModelFormats: [{ name: "sklearn", version: "1", autoSelect: true }],
+      containers: [serverContainer("r/amplify:1", { args: placeholders })],
+    });
+    const service = isvc({ predictor: sklearnModel() });
+    service.metadata!.annotations = { big: "x".repeat(200_000) };
+    const [container] = containersOf(service, snapshot(rt));
+    const args = container.args as string[];
+    // The first five fit in the cap and are filled; the rest stay as written.
+    expect(args.filter(a => a.length === 200_000)).toHaveLength(5);
+    expect(args.filter(a => a === "{{.Annotations.big}}")).toHaveLength(4_995);
+    expect(JSON.stringify(container).length).toBeLessThan(1.2 * 1024 * 1024);
+  });
+
   it("a named ClusterServingRuntime; a namespace ServingRuntime of the same name comes first", () => {
     const cluster = runtime(
       "shared",
