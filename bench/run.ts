@@ -7,7 +7,7 @@
 //   ours         dist/pepr-<uuid>.js: every capability of capabilities/index.ts
 //                (both at the module's deployed log level, package.json pepr.logLevel: warn)
 //   ... @info    the same two bundles at Pepr's default log level
-//   ... +patch   the same two bundles on a copy of Pepr with bench/pepr-1.1.4.patch applied
+//   ... +patch   the same two bundles on a copy of Pepr with docs/upstream/pepr-1.1.4.patch applied
 // Runs are interleaved (for each repetition, each scenario, each configuration) so that a busy
 // machine slows all configurations alike: trust the ratios, not the absolute figures.
 //
@@ -54,7 +54,7 @@ const RUNS = join(REPO_ROOT, "bench/runs");
 const PACED_RATE = 200;
 // Not in patches/: postinstall must not patch the Pepr the tests run (the controller image ships
 // stock Pepr); only the benchmark's own copy of Pepr gets it.
-const PATCH = join(REPO_ROOT, "bench/pepr-1.1.4.patch");
+const PATCH = join(REPO_ROOT, "docs/upstream/pepr-1.1.4.patch");
 const PKG = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
 /** The level the module is deployed with (package.json pepr.logLevel); Pepr's default is info. */
 const DEPLOYED_LOG_LEVEL: string = PKG.pepr.logLevel ?? "info";
@@ -532,7 +532,7 @@ async function main() {
   const bundles = { ours: oursBundle, floor: floorBundle };
   const stock = peprVariant("stock", bundles);
   const patched = existsSync(PATCH) ? peprVariant("patched", bundles) : undefined;
-  log(`bundles ready${patched ? " (with patched Pepr)" : " (no bench/pepr-1.1.4.patch)"}`);
+  log(`bundles ready${patched ? " (with patched Pepr)" : " (no docs/upstream/pepr-1.1.4.patch)"}`);
 
   const seeds = seedWorkloads();
   const seedPods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
@@ -679,14 +679,17 @@ async function main() {
       soak,
       scenarios: entries,
     };
-    writeFileSync(join(REPO_ROOT, "bench/results.json"), JSON.stringify(results, null, 2) + "\n");
+    writeFileSync(
+      join(REPO_ROOT, "bench/runs/results.json"),
+      JSON.stringify(results, null, 2) + "\n",
+    );
     const md = table(entries);
     writeFileSync(join(RUNS, "results.md"), md + "\n");
     console.log(md);
     console.log(
       `\npeak RSS (MB): ${JSON.stringify(peak)}${soak ? `\nsoak: ${JSON.stringify(soak)}` : ""}`,
     );
-    log(`done: bench/results.json, bench/runs/results.md`);
+    log(`done: bench/runs/results.json, bench/runs/results.md`);
   } finally {
     await stopAll();
     await api.stop();

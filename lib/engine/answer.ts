@@ -1,8 +1,6 @@
-// The validating webhook's answer: the findings decided in the namespace's mode, Exemptions
-// applied, the warnings a user reads, and the decisions to count.
-import { kindsInForce } from "../workload-kinds/in-force";
+// The validating step: plan, checks, answer. The answer is the findings decided in the namespace's
+// mode, Exemptions applied, the warnings a user reads, and the decisions to count.
 import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
-import { isPod, isWorkload } from "../pod";
 import type { Policy } from "../policy";
 import type { Mode } from "../settings";
 import {
@@ -13,17 +11,10 @@ import {
   type Skip,
   type Violation,
 } from "../verdict";
-import {
-  applicability,
-  contextOf,
-  exemptionsFor,
-  judgesObject,
-  modeOf,
-  speaksFirst,
-} from "./context";
+import { planOf, type Plan } from "./plan";
 import { fixedNotes, recordedFixes } from "./fix-trace";
 import { templateIsFixed } from "./fixes";
-import { validateAll } from "./validation";
+import { checksOf, type Validation } from "./checks";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
 import { workloadTargets } from "../workload-kinds/targets";
 
@@ -66,49 +57,41 @@ export function pendingWarnings(changes: Change[], kind: string): string[] {
 }
 
 /**
- * The validating webhook's answer for the acting policies: the decision in the namespace's mode,
- * the warnings (what the mutating webhook fixed, from the trace it left; what a workload's pods
- * will get), and the events to count.
+ * The validating step, in its three stages: the plan (who acts, in which mode, with which
+ * Exemptions: plan.ts), the checks (checks.ts), then the answer formed here — the decision in the
+ * namespace's mode, the warnings (what the mutating webhook fixed, from the trace it left; what a
+ * workload's pods will get), and the events to count.
  */
 export async function answer(
   request: AdmissionInput,
   deps: EngineDeps,
   acting: Policy[],
 ): Promise<Answer> {
-  const obj = request.object;
-  const ctx = contextOf(request, deps);
-  // The Exemptions' own validation holds in every namespace, whatever its mode label says.
-  const { mode, warning } = acting.every(p => p.enforcedInEveryMode)
-    ? { mode: "enforce" as const, warning: undefined }
-    : modeOf(ctx);
-  // A policy acts on this object when it applies here and judges its kind (the Exemptions' policy,
-  // which holds in every mode, never makes a Pod in a namespace that is off "handled").
-  const kinds = kindsInForce(deps.settings.workloads);
-  const judging = acting.filter(p => judgesObject(p, obj, kinds));
-  // The one applicability decision per policy, read for "handled" and for the skips below.
-  const applies = new Map(judging.map(p => [p, applicability(p, ctx)]));
-  const active = judging.filter(p => applies.get(p) === "applies");
-  const none: Answer = {
-    handled: false,
-    judgedBy: [],
-    skipped: [],
-    mode,
-    allowed: true,
-    denials: [],
-    warnings: [],
-    violations: [],
-    waived: [],
-    pending: [],
-    events: [],
-  };
-  if (!active.length) return none;
+  const plan = planOf(request, deps, acting);
+  if (!plan.active.length) return unhandled(plan.mode);
+  return answerOf(plan, await checksOf(plan));
+}
 
+const unhandled = (mode: Mode): Answer => ({
+  handled: false,
+  judgedBy: [],
+  skipped: [],
+  mode,
+  allowed: true,
+  denials: [],
+  warnings: [],
+  violations: [],
+  waived: [],
+  pending: [],
+  events: [],
+});
+
+/** Stage 3: the answer from the plan and the checks' findings. */
+function answerOf(plan: Plan, { findings, simulation }: Validation): Answer {
+  const { object: obj, deps, ctx, mode, active, exemptions } = plan;
+  if (plan.modeWarning && plan.speaker === active[0]) findings.warnings.unshift(plan.modeWarning);
   // Exemptions waive what would otherwise stand (and, waiving a whole capability, its fixes in a
   // workload's simulation); an expired one that matches says so, and counts no more.
-  const exemptions = exemptionsFor(obj, ctx);
-  const { findings, simulation } = await validateAll(acting, obj, ctx, deps.policies, exemptions);
-  if (warning && speaksFirst(active[0], obj, ctx, deps.policies))
-    findings.warnings.unshift(warning);
   const waivable = (v: Violation) =>
     !deps.policies.find(p => p.name === v.capability)?.notWaivable?.[v.rule];
   const { standing, waived } = applyExemptions(findings.violations, exemptions, waivable);
@@ -118,15 +101,18 @@ export async function answer(
     findings.warnings.push(...exemptions.expired.map(expiredWarning));
   }
   const decision = decide(findings, mode);
-  const wayOut = decision.allowed ? undefined : exemptionPath(standing, deps.settings, waivable);
-  if (wayOut) decision.denials.push(wayOut);
+  // A denial an Exemption could waive says how to ask for one.
+  const exemptionHint = decision.allowed
+    ? undefined
+    : exemptionPath(standing, deps.settings, waivable);
+  if (exemptionHint) decision.denials.push(exemptionHint);
   const warnings = [...decision.warnings];
-  const pending = isWorkload(obj, kinds) ? findings.changes : [];
+  const pending = plan.shape === "workload" ? findings.changes : [];
   if (mode !== "audit") {
-    if (isPod(obj) && ctx.operation === "CREATE")
+    if (plan.shape === "pod" && ctx.operation === "CREATE")
       warnings.push(...fixedNotes(recordedFixes(obj), active));
     if (templateIsFixed(obj, deps.settings)) {
-      const notes = workloadTargets(obj, kinds).flatMap(t =>
+      const notes = workloadTargets(obj, plan.kinds).flatMap(t =>
         fixedNotes(recordedFixes({ metadata: t.template.metadata }), active),
       );
       warnings.push(...new Set(notes));
@@ -146,7 +132,7 @@ export async function answer(
     })),
   ];
   // A capability switched off judged nothing here: each of its rules is a skip, never a pass.
-  const switchedOff = judging.filter(p => applies.get(p) === "disabled");
+  const switchedOff = plan.judging.filter(p => plan.applies.get(p) === "disabled");
   const skipped: Skip[] = [
     ...findings.skipped,
     ...switchedOff.flatMap(p =>

@@ -1,11 +1,12 @@
-// The mutating webhook's step: the acting policies' fixes on a Pod, or on a workload's own template.
+// Stage 2 of the mutating step: the acting policies' fixes on a Pod, or on a workload's own
+// template. Which policies act was decided by the plan (plan.ts).
 import { kindsInForce } from "../workload-kinds/in-force";
 import { wholeCapabilitiesWaived, type ApplicableExemptions } from "../exemptions";
-import { hasController, isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
+import { hasController, isWorkload, podTemplateOf, type KubeObject } from "../pod";
 import type { Policy, PodTarget, RuleContext } from "../policy";
 import type { Settings } from "../settings";
 import type { Change } from "../verdict";
-import { contextOf, exemptionsFor, policyApplies } from "./context";
+import { planOf } from "./plan";
 import { fixFailureViolation, reasonOf, stamped, type FixFailure } from "./findings";
 import { recordFixes, recordFixFailures } from "./fix-trace";
 import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
@@ -13,8 +14,9 @@ import { workloadKindOf } from "../workload-kinds/roles";
 import { workloadTargets } from "../workload-kinds/targets";
 
 /**
- * Runs the policies' fixes on a pod spec in place. A fix that throws is recorded, never rethrown.
- * A capability an Exemption waives whole is not fixed either: the object stays as its author wrote it.
+ * Runs the fixes of policies that act here (the plan's) on a pod spec in place. A fix that throws is
+ * recorded, never rethrown. A capability an Exemption waives whole is not fixed either: the object
+ * stays as its author wrote it.
  */
 export async function runFixes(
   policies: Policy[],
@@ -26,7 +28,7 @@ export async function runFixes(
   const failures: FixFailure[] = [];
   const waivedWhole = wholeCapabilitiesWaived(exemptions);
   for (const policy of policies) {
-    if (!policy.fix || !policyApplies(policy, ctx) || waivedWhole.has(policy.name)) continue;
+    if (!policy.fix || waivedWhole.has(policy.name)) continue;
     try {
       changes.push(...stamped(policy, await policy.fix(target, ctx)));
     } catch (e) {
@@ -63,21 +65,24 @@ export async function mutate(
   deps: EngineDeps,
   acting: Policy[],
 ): Promise<MutateResult> {
-  const obj = request.object;
-  const ctx = contextOf(request, deps);
-  const template = podTemplateOf(obj);
+  const plan = planOf(request, deps, acting);
+  const { object: obj, ctx, active, exemptions } = plan;
   let result = { changes: [] as Change[], failures: [] as FixFailure[] };
-  if (template && isPod(obj) && request.operation === "CREATE") {
+  const template = plan.shape === "pod" && active.length ? podTemplateOf(obj) : undefined;
+  if (template && request.operation === "CREATE") {
     const target = { object: obj, template, isTemplate: false };
-    result = await runFixes(acting, target, ctx, exemptionsFor(obj, ctx));
+    result = await runFixes(active, target, ctx, exemptions);
     recordFixes(obj, result.changes);
     recordFixFailures(obj, result.failures);
-  } else if (templateIsFixed(obj, deps.settings) && request.operation !== "DELETE") {
+  } else if (
+    active.length &&
+    templateIsFixed(obj, deps.settings) &&
+    request.operation !== "DELETE"
+  ) {
     // Every pod template of the workload (one, or one per role of an ML kind), each with its trace.
-    const exemptions = exemptionsFor(obj, ctx);
-    const targets = workloadTargets(obj, kindsInForce(deps.settings.workloads), { applied: true });
+    const targets = workloadTargets(obj, plan.kinds, { applied: true });
     for (const target of targets) {
-      const fixed = await runFixes(acting, target, ctx, exemptions);
+      const fixed = await runFixes(active, target, ctx, exemptions);
       recordFixes({ metadata: target.template.metadata }, fixed.changes);
       result.changes.push(...fixed.changes);
       result.failures.push(...fixed.failures);

@@ -12,12 +12,14 @@
 // — what `check` runs — calls them the same way, action by action, and joins the answers as Pepr
 // joins them. The front doors only translate.
 //
-// One file per concern: types.ts (the request and the answers), context.ts (namespace, mode, which
-// policies act, Exemptions), fixes.ts (the mutating step), fix-trace.ts (what it leaves on the
-// object), workload-simulation.ts (a workload judged as its pods will be), update-gate.ts (what
-// is judged at all, and the stored version an UPDATE is compared with), validation.ts (the
-// checks), answer.ts (the validating step), routes.ts (which step runs on what), review.ts (the
-// offline replay).
+// Each step is one pass in three stages, one file each: plan.ts (namespace, mode, stored version,
+// which policies act, who speaks for the module, Exemptions: decided once), then fixes.ts (the
+// mutating step's fixes) or checks.ts (the validating step's findings), then, validating,
+// answer.ts (the decision, warnings and events). Beside them: types.ts (the request and the
+// answers), fix-trace.ts (what the fixes leave on the object), workload-simulation.ts (a workload
+// judged as its pods will be), update-gate.ts (what is judged at all, and the stored version an
+// UPDATE is compared with), findings.ts (findings as the engine words them), routes.ts (which step
+// runs on what), review.ts (the offline replay).
 export type {
   AdmissionInput,
   Answer,
@@ -34,7 +36,7 @@ export {
   modeOf,
   policyApplies,
   type Applicability,
-} from "./context";
+} from "./plan";
 export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
 export { mutate, templateIsFixed } from "./fixes";

@@ -1,11 +1,9 @@
-// The validating step's findings: each acting policy's checks, on what the update gate lets
-// through (update-gate.ts), and an UPDATE judged on what it changes.
-import { kindsInForce } from "../workload-kinds/in-force";
-import type { ApplicableExemptions } from "../exemptions";
-import { isPod, isWorkload, podTemplateOf, type KubeObject } from "../pod";
-import type { PodTarget, Policy, RuleContext } from "../policy";
+// Stage 2 of the validating step: the findings of the policies the plan says act (plan.ts), on
+// what the update gate lets through, and an UPDATE judged on what it changes.
+import { podTemplateOf, type KubeObject } from "../pod";
+import type { PodTarget, Policy } from "../policy";
 import { emptyFindings, formatNote, mergeFindings, type Findings } from "../verdict";
-import { policyApplies, speaksFirst } from "./context";
+import type { Plan } from "./plan";
 import {
   fixFailureViolation,
   internalError,
@@ -15,7 +13,6 @@ import {
   stampFindings,
 } from "./findings";
 import { recordedFixFailures } from "./fix-trace";
-import { needsJudging } from "./update-gate";
 import { simulateWorkload, whichRoles, type Simulation } from "./workload-simulation";
 
 /**
@@ -26,12 +23,12 @@ import { simulateWorkload, whichRoles, type Simulation } from "./workload-simula
 async function validate(
   policy: Policy,
   obj: KubeObject,
-  ctx: RuleContext,
-  allPolicies: Policy[],
+  plan: Plan,
   judged: JudgedAs,
 ): Promise<Findings> {
   const findings = emptyFindings();
-  if (!policyApplies(policy, ctx) || !obj || typeof obj !== "object") return findings;
+  const { ctx } = plan;
+  const speaks = plan.speaker === policy;
   const { pod, simulation } = judged;
   try {
     if (pod) {
@@ -39,21 +36,19 @@ async function validate(
       if (failed !== undefined && ctx.operation === "CREATE")
         findings.violations.push(internalError(policy.name, "fix", failed));
       if (!pod.target) {
-        if (speaksFirst(policy, obj, ctx, allPolicies))
-          findings.violations.push(malformed(policy, obj, "has no spec"));
-      } else if (policy.check && !policy.onlyExtraKinds) {
+        if (speaks) findings.violations.push(malformed(policy, obj, "has no spec"));
+      } else if (policy.check) {
         const found = await policy.check(obj, pod.target, ctx);
         mergeFindings(findings, stampFindings(policy, found));
       }
-    } else if (isWorkload(obj, kindsInForce(ctx.settings.workloads))) {
+    } else if (plan.shape === "workload") {
       if (!simulation) {
-        if (speaksFirst(policy, obj, ctx, allPolicies))
-          findings.violations.push(malformed(policy, obj, "has no pod template"));
+        if (speaks) findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
         findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
         for (const f of simulation.failures)
           if (f.capability === policy.name) findings.violations.push(fixFailureViolation(f));
-        if (policy.check && !policy.onlyExtraKinds) {
+        if (policy.check) {
           const judged = emptyFindings();
           for (const target of simulation.targets) {
             if (target.sameAs) continue; // judged through the one it is alike
@@ -71,7 +66,7 @@ async function validate(
           }
           mergeFindings(findings, withoutRepeats(judged));
         }
-        if (simulation.notes.length && speaksFirst(policy, obj, ctx, allPolicies))
+        if (simulation.notes.length && speaks)
           findings.warnings.push(...simulation.notes.map(n => formatNote("workloads", n)));
         if (simulation.rename) renameFields(findings, simulation.rename);
       }
@@ -122,20 +117,13 @@ function withoutRepeats(findings: Findings): Findings {
  * something it had since its creation, and a scale-down is never refused. The stored one is
  * judged in the same context, as an update to itself: what would be raised even if nothing changed.
  */
-export async function validateAll(
-  acting: Policy[],
-  obj: KubeObject,
-  ctx: RuleContext,
-  allPolicies: Policy[],
-  exemptions: ApplicableExemptions,
-): Promise<Validation> {
-  if (!needsJudging(obj, ctx)) return { findings: emptyFindings() };
-  const old = ctx.stored?.object;
-  const comparable = old && (isPod(obj) || isWorkload(obj, kindsInForce(ctx.settings.workloads)));
-  if (!comparable) return validateEach(acting, obj, ctx, allPolicies, exemptions);
+export async function checksOf(plan: Plan): Promise<Validation> {
+  if (!plan.judged) return { findings: emptyFindings() };
+  const old = plan.ctx.stored?.object;
+  if (!old || plan.shape === "other") return validateEach(plan.object, plan);
   const [now, before] = await Promise.all([
-    validateEach(acting, obj, ctx, allPolicies, exemptions),
-    validateEach(acting, old, ctx, allPolicies, exemptions),
+    validateEach(plan.object, plan),
+    validateEach(old, plan),
   ]);
   // A workload's pending fixes are what its pods will get, whatever the stored one had.
   return {
@@ -159,24 +147,18 @@ interface JudgedAs {
   simulation?: Simulation;
 }
 
-async function validateEach(
-  acting: Policy[],
-  obj: KubeObject,
-  ctx: RuleContext,
-  allPolicies: Policy[],
-  exemptions: ApplicableExemptions,
-): Promise<Validation> {
+async function validateEach(obj: KubeObject, plan: Plan): Promise<Validation> {
   const judged: JudgedAs = {};
-  if (isPod(obj)) {
+  if (plan.shape === "pod") {
     const template = podTemplateOf(obj);
     judged.pod = {
       target: template && { object: obj, template, isTemplate: false },
       fixFailures: recordedFixFailures(obj),
     };
-  } else if (isWorkload(obj, kindsInForce(ctx.settings.workloads)))
-    // A workload's template is fixed once, with every policy, for all the acting ones.
-    judged.simulation = await simulateWorkload(allPolicies, obj, ctx, exemptions);
+  } else if (plan.shape === "workload")
+    // A workload's template is fixed once, with every policy that acts, for all the acting ones.
+    judged.simulation = await simulateWorkload(plan.allActive, obj, plan.ctx, plan.exemptions);
   const findings = emptyFindings();
-  for (const p of acting) mergeFindings(findings, await validate(p, obj, ctx, allPolicies, judged));
+  for (const p of plan.active) mergeFindings(findings, await validate(p, obj, plan, judged));
   return { findings, simulation: judged.simulation };
 }

@@ -1,0 +1,197 @@
+// Stage 1 of every step: where an object is judged and who judges it, decided once per request —
+// its namespace and that namespace's mode, the stored version an UPDATE is compared with, which
+// policies act (and why the others do not), which one speaks for the module, and the Exemptions
+// that bear on it. The fixes (fixes.ts) and the checks (checks.ts) read the plan; nothing after
+// this stage decides again whether a policy acts.
+import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
+import { isPod, isWorkload, type KubeObject } from "../pod";
+import type { Policy, RuleContext } from "../policy";
+import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "../settings";
+import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { kindsInForce } from "../workload-kinds/in-force";
+import type { AdmissionInput, ContextInput, EngineDeps } from "./types";
+import { needsJudging, storedVersionOf } from "./update-gate";
+
+export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
+  const namespaceName = obj?.metadata?.namespace || input.namespace || "";
+  return {
+    settings: input.settings,
+    cluster: input.cluster,
+    namespaceName,
+    namespace: namespaceName ? input.cluster.namespace(namespaceName) : undefined,
+    operation: input.operation ?? "CREATE",
+    stored: storedVersionOf(
+      obj,
+      input.operation ?? "CREATE",
+      input.oldObject,
+      input.settings,
+      input.cluster,
+      namespaceName,
+    ),
+    dryRun: input.dryRun ?? false,
+    scan: input.scan ?? false,
+    policies: input.policies ?? [],
+    deadline: input.deadline ?? Date.now() + input.settings.images.budgetMs,
+    user: input.user,
+  };
+}
+
+// The webhook's request object is the same for every capability's action on it: its deadline is
+// set when the first action sees it, so the actions share one budget.
+const deadlines = new WeakMap<object, number>();
+
+/** The deadline of an admission request (epoch ms): its arrival plus images.budgetMs. */
+export function deadlineOf(request: object, budgetMs: number, now = Date.now()): number {
+  let deadline = deadlines.get(request);
+  if (deadline === undefined) deadlines.set(request, (deadline = now + budgetMs));
+  return deadline;
+}
+
+// Field by field, not `{ ...request, settings, ... }`: a spread followed by keys its source lacks
+// costs microseconds in this V8 (every action of every request builds one; docs/bench.md).
+export const contextOf = (request: AdmissionInput, deps: EngineDeps) =>
+  contextFor(request.object, {
+    settings: deps.settings,
+    cluster: deps.cluster,
+    policies: deps.policies,
+    operation: request.operation,
+    namespace: request.namespace,
+    oldObject: request.oldObject,
+    dryRun: request.dryRun,
+    scan: request.scan,
+    deadline: request.deadline,
+    user: request.user,
+  });
+
+/** The namespace's mode label, else the default mode. An unknown label value counts as enforce and is reported. */
+export function modeOf(ctx: Pick<RuleContext, "namespace" | "namespaceName" | "settings">): {
+  mode: Mode;
+  warning?: string;
+} {
+  const label = ctx.namespace?.labels[NS_KEYS.mode];
+  if (label === undefined) return { mode: ctx.settings.mode };
+  if ((MODES as readonly string[]).includes(label)) return { mode: label as Mode };
+  return {
+    mode: "enforce",
+    warning: `admission-guard: namespace ${ctx.namespaceName} has ${NS_KEYS.mode}="${label}", which is not one of ${MODES.join("|")}; enforcing. Fix: kubectl label namespace ${ctx.namespaceName} ${NS_KEYS.mode}=warn --overwrite`,
+  };
+}
+
+/** Why a policy does not act in a context, or "applies". */
+export type Applicability =
+  | "applies"
+  | "ignored-namespace"
+  | "not-its-namespace"
+  | "mode-off"
+  | "disabled";
+
+/**
+ * Whether a policy acts on objects in a namespace in this mode: not in the system or ignored
+ * namespaces, only in its own namespaces if it names some, not where the mode is off (unless it
+ * holds in every mode), not when its settings section is switched off.
+ */
+function applicabilityIn(
+  policy: Policy,
+  namespaceName: string,
+  mode: Mode,
+  settings: Settings,
+): Applicability {
+  if (isIgnoredNamespace(namespaceName, settings)) return "ignored-namespace";
+  if (policy.namespaces?.length && !policy.namespaces.includes(namespaceName))
+    return "not-its-namespace";
+  if (!policy.enforcedInEveryMode && mode === "off") return "mode-off";
+  if (policy.switchedBy && !settings[policy.switchedBy].enabled) return "disabled";
+  return "applies";
+}
+
+/** applicabilityIn for a rule context (what the reports and the tests ask). */
+export const applicability = (policy: Policy, ctx: RuleContext): Applicability =>
+  applicabilityIn(policy, ctx.namespaceName, modeOf(ctx).mode, ctx.settings);
+
+export const policyApplies = (policy: Policy, ctx: RuleContext): boolean =>
+  applicability(policy, ctx) === "applies";
+
+/** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
+export function judgesObject(
+  policy: Policy,
+  obj: KubeObject,
+  platformKinds?: readonly WorkloadKindSpec[],
+): boolean {
+  return isPod(obj) || isWorkload(obj, platformKinds)
+    ? !policy.onlyExtraKinds
+    : !!policy.extraKinds?.includes(obj?.kind ?? "");
+}
+
+/** What the object is to the engine. */
+export type Shape = "pod" | "workload" | "other";
+
+/** Everything the fixes, the checks and the answer read, decided once for one request and step. */
+export interface Plan {
+  object: KubeObject;
+  deps: EngineDeps;
+  ctx: RuleContext;
+  shape: Shape;
+  kinds: readonly WorkloadKindSpec[];
+  /** The namespace's mode (enforce for a step of policies that hold in every mode). */
+  mode: Mode;
+  /** An unknown mode label, said once by `speaker`. */
+  modeWarning?: string;
+  /** The step's policies that judge this object's kind, and whether each acts here. */
+  judging: Policy[];
+  applies: ReadonlyMap<Policy, Applicability>;
+  /** Those that act: they fix, check and count. */
+  active: Policy[];
+  /** Every policy of the module that acts here, in order: a workload's pods get all their fixes. */
+  allActive: Policy[];
+  /**
+   * The first policy of the module that judges this object and acts here: what concerns the
+   * object rather than one policy (a malformed object, an unknown mode label) is said by it alone,
+   * so once whether the policies run together (`check`) or capability by capability (Pepr).
+   */
+  speaker?: Policy;
+  /** Whether the object is judged at all (the update gate: update-gate.ts). */
+  judged: boolean;
+  /** The Exemptions that bear on the object. */
+  exemptions: ApplicableExemptions;
+}
+
+/** Stage 1: the plan for one request's step with these acting policies. */
+export function planOf(request: AdmissionInput, deps: EngineDeps, acting: Policy[]): Plan {
+  const obj = request.object;
+  const ctx = contextOf(request, deps);
+  const kinds = kindsInForce(deps.settings.workloads);
+  const shape: Shape = isPod(obj) ? "pod" : isWorkload(obj, kinds) ? "workload" : "other";
+  const namespaceMode = modeOf(ctx);
+  // The Exemptions' own validation holds in every namespace, whatever its mode label says.
+  const everyMode = acting.length > 0 && acting.every(p => p.enforcedInEveryMode);
+  const mode = everyMode ? "enforce" : namespaceMode.mode;
+  const judges = (p: Policy) =>
+    shape === "other" ? !!p.extraKinds?.includes(obj?.kind ?? "") : !p.onlyExtraKinds;
+  const applies = new Map<Policy, Applicability>();
+  for (const p of [...deps.policies, ...acting])
+    if (!applies.has(p))
+      applies.set(p, applicabilityIn(p, ctx.namespaceName, namespaceMode.mode, deps.settings));
+  const acts = (p: Policy) => applies.get(p) === "applies";
+  const judging = acting.filter(judges);
+  const active = judging.filter(acts);
+  const exemptions =
+    active.length && obj && typeof obj === "object"
+      ? applicableExemptions(obj, ctx.namespaceName, deps.cluster.exemptions(), deps.settings)
+      : NO_EXEMPTIONS;
+  return {
+    object: obj,
+    deps,
+    ctx,
+    shape,
+    kinds,
+    mode,
+    modeWarning: everyMode ? undefined : namespaceMode.warning,
+    judging,
+    applies,
+    active,
+    allActive: deps.policies.filter(acts),
+    speaker: deps.policies.find(p => judges(p) && acts(p)),
+    judged: active.length > 0 && needsJudging(obj, ctx),
+    exemptions,
+  };
+}
