@@ -66,4 +66,44 @@ export default [
       "@typescript-eslint/no-floating-promises": "error",
     },
   },
+  {
+    // The import boundary: a policy area's rules are pure functions over plain objects. Only its
+    // index.ts (the Pepr capability) may reach Pepr and the adapter; no rule reaches into the
+    // engine, the cluster I/O or the watcher (they call the rules, never the other way round).
+    files: ["capabilities/**/*.ts"],
+    ignores: ["capabilities/index.ts", "capabilities/*/index.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/lib/engine", "**/lib/engine/*"],
+              message: "rules do not call the engine: it calls them (see docs/architecture.md)",
+            },
+            {
+              group: [
+                "pepr",
+                "kubernetes-fluent-client",
+                "**/lib/pepr-adapter",
+                "**/lib/pepr-clone",
+                "**/lib/cluster-live",
+                "**/lib/dra-live",
+                "**/lib/list-watch",
+                "**/lib/watched-store",
+                "**/lib/serving-runtime-cache",
+                "**/lib/reports/*",
+                "**/lib/webhooks/*",
+                "**/lib/images/registry-client",
+                "**/lib/images/credentials",
+              ],
+              message:
+                "rules are pure: Pepr, cluster I/O and the watcher stay behind the capability's index.ts and the cluster view",
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
 ];

@@ -1,15 +1,6 @@
-// Kubernetes Events on the pods the module fixed, where `kubectl describe pod` shows them. They are
-// written from Pepr's watcher when a fixed pod appears (capabilities/reports), never from the
-// admission path: a pod has no uid before it is stored (describe finds events by uid), and an API
-// call there would cost every admission its time. Rate-limited across the cluster and per
-// namespace (one tenant's flood of pods cannot spend everyone's budget); an Event over a budget is
-// dropped and counted, never queued without bound.
-//
-// What an Event says comes from the trace annotation, which the pod's author may also write: only
-// the module's own capability names and rule-like names (bounded, a few dozen) are repeated, with
-// the module's own descriptions, so a forged annotation cannot put free text in an Event signed
-// admission-guard.
-import { recordedFixes } from "./engine";
+// Kubernetes Events on the pods the module fixed, written from the watcher, rate-limited, with no
+// text a user wrote. Why: docs/adr/0014-events-from-the-watcher.md
+import { recordedFixes } from "./fix-trace";
 import { fixEvents } from "./metrics";
 import type { KubeObject } from "./pod";
 import type { Policy } from "./policy";

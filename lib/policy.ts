@@ -2,7 +2,6 @@
 // no Pepr, no network — what they need from the cluster comes through ctx.cluster.
 import type { ClusterView, NamespaceInfo } from "./cluster";
 import type { KubeObject, PodTemplateRef } from "./pod";
-import type { StoredVersion } from "./engine/update-gate";
 import type { Settings } from "./settings";
 import type { Change, Skip, Violation } from "./verdict";
 import type { PodRole } from "./workload-kinds/roles";
@@ -150,4 +149,22 @@ export interface Policy {
    * would only move the refusal to its less helpful message).
    */
   notWaivable?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The stored version of an object being updated, as the rules compare with it:
+ * - payload-size: a measure that did not grow only warns (an object already too big stays editable);
+ * - resource-quota: only the pods an update adds, and what they ask on top, count against the quota;
+ * - security-context: on a Pod, only the ephemeral containers an update adds are new.
+ * What every rule found in the stored version already is dropped by the engine (lib/engine/checks.ts).
+ */
+export interface StoredVersion {
+  /** The stored object, as the request carries it: read it, never change it. */
+  readonly object: KubeObject;
+  /** The stored pod template at this path (a target's `template.path`: "" for the Pod's own). */
+  templateAt(path: string): PodTemplateRef | undefined;
+  /** The stored object's pod templates, role by role: what a gang asked before. */
+  readonly targets: readonly PodTarget[];
+  /** A Pod UPDATE that adds ephemeral containers (`kubectl debug`). */
+  readonly addsEphemeralContainers: boolean;
 }

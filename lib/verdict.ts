@@ -77,3 +77,9 @@ export function formatChange(c: Change): string {
 export function formatPendingChange(c: Change): string {
   return formatNote(c.capability, `its pods will get ${c.message}`);
 }
+
+/** A fix that threw: the capability and what it said. */
+export interface FixFailure {
+  capability: string;
+  reason: string;
+}

@@ -30,7 +30,7 @@ import {
   withoutPeprAnnotations,
   withThousands,
 } from "./measure";
-import type { StoredVersion } from "../../lib/engine/update-gate";
+import type { StoredVersion } from "../../lib/policy";
 import { isRecord } from "../../lib/record";
 
 export const CAPABILITY = "payload-size";

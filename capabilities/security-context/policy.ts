@@ -5,7 +5,7 @@
 //   check: PSA's checks of that level and version, one file each (checks/), denying; the warn and
 //          audit labels' levels only ever warn (PSA's audit goes to the audit log, which a webhook
 //          cannot write: here it is a warning too, and a report's result)
-import { recordedFixes } from "../../lib/engine";
+import { recordedFixes } from "../../lib/fix-trace";
 import { isPod, type PodTemplateRef } from "../../lib/pod";
 import {
   noFindings,

@@ -1,17 +1,8 @@
-// The shared-memory rules, pure. A container's /dev/shm is the runtime's own 64 MiB tmpfs unless
-// the pod mounts a volume there; PyTorch's DataLoader workers pass batches through it and die with
-// "Bus error ... out of shared memory" once it is full. The fix mounts a memory-backed emptyDir
-// there, sized from the containers' memory limits, in the pods the setting (or the namespace's
-// label) chooses: by default those that ask for a GPU.
-//
-// What it costs: the pages written to a memory-backed emptyDir are charged to the memory cgroup of
-// the container that writes them (and count toward the pod's eviction). The fix raises no request
-// and no limit, so quota and node fit, which read requests and limits, see the pod as they did:
-// the shared memory is counted within the memory limits they already count. A pod with no memory
-// limit gets sharedMemory.defaultSizeLimit, and its note says that nothing bounds those pages.
+// The shared-memory rules, pure: a memory-backed /dev/shm sized from the memory limits, in the
+// pods the setting chooses. Why: docs/adr/0018-shared-memory-within-the-memory-limit.md
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import { limitRangeDefaults } from "../resource-quota/resources";
-import { recordedFixes } from "../../lib/engine/fix-trace";
+import { recordedFixes } from "../../lib/fix-trace";
 import { describeObject, fieldPath, type KubeObject, type PodTemplateRef } from "../../lib/pod";
 import {
   noFindings,

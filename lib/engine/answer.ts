@@ -12,7 +12,7 @@ import {
   type Violation,
 } from "../verdict";
 import { planOf, type Plan } from "./plan";
-import { fixedNotes, recordedFixes } from "./fix-trace";
+import { fixedNotes, recordedFixes } from "../fix-trace";
 import { templateIsFixed } from "./fixes";
 import { checksOf, type Validation } from "./checks";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";

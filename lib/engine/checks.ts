@@ -12,7 +12,7 @@ import {
   reasonOf,
   stampFindings,
 } from "./findings";
-import { recordedFixFailures } from "./fix-trace";
+import { recordedFixFailures } from "../fix-trace";
 import { simulateWorkload, whichRoles, type Simulation } from "./workload-simulation";
 
 /**

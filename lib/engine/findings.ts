@@ -3,7 +3,7 @@
 import type { KubeObject } from "../pod";
 import type { Policy, RuleFindings } from "../policy";
 import { NS_KEYS } from "../settings";
-import type { Findings, Violation } from "../verdict";
+import type { Findings, FixFailure, Violation } from "../verdict";
 
 // The engine, not each rule, says which capability a finding is from. A rule returns new objects
 // on every call, so they are stamped in place (this runs for every finding of every request).
@@ -35,12 +35,6 @@ export function internalError(capability: string, stage: string, reason: string)
 
 /** What a thrown value says, for messages and logs. */
 export const reasonOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-/** A fix that threw: the capability and what it said. */
-export interface FixFailure {
-  capability: string;
-  reason: string;
-}
 
 export const fixFailureViolation = (f: FixFailure) => internalError(f.capability, "fix", f.reason);
 

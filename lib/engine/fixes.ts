@@ -5,10 +5,10 @@ import { wholeCapabilitiesWaived, type ApplicableExemptions } from "../exemption
 import { hasController, isWorkload, podTemplateOf, type KubeObject } from "../pod";
 import type { Policy, PodTarget, RuleContext } from "../policy";
 import type { Settings } from "../settings";
-import type { Change } from "../verdict";
+import type { Change, FixFailure } from "../verdict";
 import { planOf } from "./plan";
-import { fixFailureViolation, reasonOf, stamped, type FixFailure } from "./findings";
-import { recordFixes, recordFixFailures } from "./fix-trace";
+import { fixFailureViolation, reasonOf, stamped } from "./findings";
+import { recordFixes, recordFixFailures } from "../fix-trace";
 import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
 import { workloadKindOf } from "../workload-kinds/roles";
 import { workloadTargets } from "../workload-kinds/targets";

@@ -16,7 +16,7 @@
 // which policies act, who speaks for the module, Exemptions: decided once), then fixes.ts (the
 // mutating step's fixes) or checks.ts (the validating step's findings), then, validating,
 // answer.ts (the decision, warnings and events). Beside them: types.ts (the request and the
-// answers), fix-trace.ts (what the fixes leave on the object), workload-simulation.ts (a workload
+// answers), ../fix-trace.ts (what the fixes leave on the object), workload-simulation.ts (a workload
 // judged as its pods will be), update-gate.ts (what is judged at all, and the stored version an
 // UPDATE is compared with), findings.ts (findings as the engine words them), routes.ts (which step
 // runs on what), review.ts (the offline replay).
@@ -38,14 +38,14 @@ export {
   type Applicability,
 } from "./plan";
 export { reasonOf } from "./findings";
-export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "./fix-trace";
+export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "../fix-trace";
 export { mutate, templateIsFixed } from "./fixes";
 export {
   isControllerUser,
   madeByController,
   needsJudging,
   storedVersionOf,
-  type StoredVersion,
 } from "./update-gate";
+export type { StoredVersion } from "../policy";
 export { answer, decide, pendingWarnings, type Decision } from "./answer";
 export { review, type Review } from "./review";

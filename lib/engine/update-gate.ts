@@ -15,27 +15,9 @@ import {
   type KubeObject,
   type PodTemplateRef,
 } from "../pod";
-import type { Operation, PodTarget, RuleContext } from "../policy";
+import type { Operation, PodTarget, RuleContext, StoredVersion } from "../policy";
 import { isRecord } from "../record";
 import type { Settings } from "../settings";
-
-/**
- * The stored version of an object being updated, as the rules compare with it:
- * - payload-size: a measure that did not grow only warns (an object already too big stays editable);
- * - resource-quota: only the pods an update adds, and what they ask on top, count against the quota;
- * - security-context: on a Pod, only the ephemeral containers an update adds are new.
- * What every rule found in the stored version already is dropped by the engine (validateAll).
- */
-export interface StoredVersion {
-  /** The stored object, as the request carries it: read it, never change it. */
-  readonly object: KubeObject;
-  /** The stored pod template at this path (a target's `template.path`: "" for the Pod's own). */
-  templateAt(path: string): PodTemplateRef | undefined;
-  /** The stored object's pod templates, role by role: what a gang asked before. */
-  readonly targets: readonly PodTarget[];
-  /** A Pod UPDATE that adds ephemeral containers (`kubectl debug`). */
-  readonly addsEphemeralContainers: boolean;
-}
 
 /**
  * The stored version on an UPDATE whose old object is of the same kind; undefined on CREATE (and

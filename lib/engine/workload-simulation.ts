@@ -7,7 +7,7 @@ import type { Policy, PodTarget, RuleContext } from "../policy";
 import type { Change } from "../verdict";
 import { workloadKindOf } from "../workload-kinds/roles";
 import { workloadTargets } from "../workload-kinds/targets";
-import type { FixFailure } from "./findings";
+import type { FixFailure } from "../verdict";
 import { runFixes } from "./fixes";
 
 export interface Simulation {

@@ -23,7 +23,7 @@ import {
   templateIsFixed,
   type EngineDeps,
 } from "../../lib/engine";
-import { recordedFixFailures, recordFixFailures } from "../../lib/engine/fix-trace";
+import { recordedFixFailures, recordFixFailures } from "../../lib/fix-trace";
 import type { KubeObject } from "../../lib/pod";
 import type { Operation, Policy } from "../../lib/policy";
 import { parseSettings, type Settings } from "../../lib/settings";

@@ -1,4 +1,4 @@
-// The trace the mutating webhook leaves (lib/engine/fix-trace.ts), read back as the validating
+// The trace the mutating webhook leaves (lib/fix-trace.ts), read back as the validating
 // webhook, the Events and the reports read it: parsed once per value, the same answer every time.
 import { recordedFixes, recordFixes } from "../../lib/engine";
 import type { KubeObject } from "../../lib/pod";

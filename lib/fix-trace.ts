@@ -1,10 +1,9 @@
 // The trace the mutating webhook leaves on what it fixed (and on fixes that threw), read back by the
 // validating webhook, the watcher's Events and the reports: the two webhooks share no memory.
-import type { KubeObject } from "../pod";
-import type { Policy } from "../policy";
-import { NS_KEYS } from "../settings";
-import { formatNote, type Change } from "../verdict";
-import type { FixFailure } from "./findings";
+import type { KubeObject } from "./pod";
+import type { Policy } from "./policy";
+import { NS_KEYS } from "./settings";
+import { formatNote, type Change, type FixFailure } from "./verdict";
 
 /** Adds `capability/rule` entries to the object's trace annotation; sorted and deduplicated so re-runs are stable. */
 export function recordFixes(obj: KubeObject, changes: Change[]): void {
