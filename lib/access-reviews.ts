@@ -1,14 +1,5 @@
-// May a ServiceAccount get these secrets? Asked of the API server with SubjectAccessReviews, one per
-// secret, bounded three ways: at most REVIEWS_PER_REQUEST in flight for one question and
-// MAX_REVIEWS_IN_FLIGHT in the whole process (a flood of pods must not become a flood of API calls
-// that API Priority and Fairness throttles the module's ServiceAccount for), and none started after
-// the deadline (default API_BUDGET_MS from the question). A secret not answered is left out of the
-// answer: "not checked". How many secrets one object may ask about is the rule's cap
-// (serviceAccount.maxSecretReviews, capabilities/service-account/secret-access.ts).
-// Answers are reused a while: "allowed" for ANSWER_TTL_MS, "not allowed" only for
-// DENIED_ANSWER_TTL_MS (a denial tells the user to grant access and try again, and RBAC changes
-// take effect at once). The cache holds at most MAX_ANSWERS entries, the oldest dropped first:
-// namespaces × accounts × secrets must not grow the controller's memory without bound.
+// May a ServiceAccount get these secrets? SubjectAccessReviews, bounded in flight and by deadline,
+// answers cached a while. Why: docs/adr/0015-secret-access-warns-with-bounded-reviews.md
 import { K8s, kind } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, CALL, CallSlots, describeError, withBudget } from "./api-calls";
 import { budgetExhausted, recordApiCall, recordSkipped } from "./metrics";

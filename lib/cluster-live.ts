@@ -1,18 +1,6 @@
-// The live cluster view used by the webhook. Everything a rule reads on the admission path comes
-// from caches that watches keep up to date in the admission process itself (watched-store.ts), so
-// no request waits on the API server. The only calls made during a request are the ones that must
-// be — create a missing ServiceAccount (service-accounts.ts), ask a SubjectAccessReview
-// (access-reviews.ts) — each bounded by API_BUDGET_MS (api-calls.ts), well under the webhook
-// timeout.
-//
-// Staleness: a watch event reaches the cache typically within milliseconds; a watch that breaks
-// resumes from its last resourceVersion, and lists again (paged) only when that is gone (410).
-// Before the first list completes, a kind has "no data" (undefined), which rules treat as "not
-// checked", never as "none exist".
-//
-// Memory: each cache keeps of an object only what its readers read (the projections below, applied
-// as each object arrives), so the process grows with the cluster by a few hundred bytes per node,
-// not by the ~13 KB of a GPU node's images, conditions and managed fields.
+// The live cluster view used by the webhook: watched caches in the admission process, projected to
+// what rules read; the only API calls in a request are bounded by API_BUDGET_MS.
+// Why: docs/adr/0017-no-api-calls-on-the-admission-path.md
 import { GenericKind, K8s, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import type {
   V1LimitRange,

@@ -6,7 +6,7 @@
 // The Exemption CRD (admission-guard.dev/v1alpha1) is ours: applied at every start. The PolicyReport
 // CRD (wgpolicyk8s.io) that reports are written to is not: Kyverno, Kubewarden or Policy Reporter
 // install and upgrade it, and a copy of ours in the way would break their installs. A cluster with
-// none of them applies deploy/policyreport-crd.yaml (README, "Reports").
+// none of them applies deploy/policyreport-crd.yaml (docs/reports.md).
 import { K8s, kind } from "kubernetes-fluent-client";
 import type { V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { describeError } from "./api-calls";

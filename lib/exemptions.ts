@@ -1,25 +1,5 @@
-// Exemptions: a platform team's written, expiring permission for a workload to break named rules.
-//
-//   apiVersion: admission-guard.dev/v1alpha1
-//   kind: Exemption
-//   metadata: { name: gpu-driver, namespace: admission-guard-exemptions }
-//   spec:
-//     reason: the NVIDIA driver installer loads kernel modules
-//     expires: "2027-01-31T00:00:00Z"
-//     match:
-//       namespaces: [gpu-operator]            # required
-//       names: ["nvidia-driver*"]             # optional; `*` matches any run of characters
-//       selector: { matchLabels: { app: nvidia-driver } }   # optional; a pod's (a template's) labels
-//     waive:
-//       - capability: security-context
-//         rules: [privileged, hostPathVolumes]   # omitted: every rule, and its fixes are skipped too
-//
-// Only Exemptions in one namespace (settings.exemptions.namespace) count, so whoever RBAC lets write
-// there grants them, never the workload's author. In the cluster, only while that namespace carries
-// the install's ownership label (exemptionsNamespaceOwned): where tenants may create namespaces,
-// one who created it first (and so may write there) grants nothing. Pure: parsing, matching and
-// waiving here; where the Exemptions come from is the cluster view's business (a watch, or a
-// snapshot for `check`).
+// Exemptions: parsing, matching and waiving (pure); the format is in docs/exemptions.md.
+// Why: docs/adr/0011-exemptions-in-one-owned-namespace.md
 import type { V1LabelSelector, V1LabelSelectorRequirement } from "@kubernetes/client-node";
 import { podTemplateOf, type KubeObject } from "./pod";
 import { isRecord } from "./record";

@@ -1,27 +1,6 @@
-// List then watch one kind of object, holding none of them.
-//
-// Why not kubernetes-fluent-client's Watcher (what Pepr's Watch bindings and our caches used):
-// it keeps every object it has seen, whole, to diff re-lists, and lists in one response. At
-// 100,000 pods that is gigabytes in the watcher and a 500 MB response. This lists in pages
-// (limit/continue), hands each object to the consumer and drops it, then watches from the list's
-// resourceVersion with bookmarks; a 410 Gone (or a watch that cannot resume) re-lists. The
-// consumer decides what to keep (WatchedStore: a projection; the report scan: a digest and results).
-//
-// Mechanism: kubernetes-fluent-client's own config (k8sCfg: in-cluster token, KUBECONFIG, exec
-// plugins, its TLS agent) and URL builder (pathBuilder: kinds, kindOverride, namespace, selectors),
-// read per request as its Watcher does, so auth behaves exactly as before. Requests go through the
-// undici Agent k8sCfg builds (its `request`, not a fetch of another undici copy: Node's built-in
-// fetch and the package's undici are different versions); one Agent per ListWatch, replaced after
-// a transport failure, closed by stop().
-// Memory: a list page (pageSize objects, at most MAX_PAGE_BYTES: a longer one is asked for again
-// with half the limit) at a time, each object handed over in turn and released;
-// a watch line at a time (at most MAX_LINE_BYTES). Backpressure: the next object, and the next
-// page or stream chunk, is read only once the consumer's promise settled.
-//
-// Failures never throw: onError is told, and the list page or watch is retried with capped
-// exponential backoff and jitter (Retry-After honoured). A watch resumes from the last
-// resourceVersion seen (events and bookmarks); only a 410 Gone (an expired resourceVersion or
-// continue token) makes it list again.
+// List then watch one kind of object in pages, handing each object on and holding none of them;
+// retries with backoff, resumes from the last resourceVersion, re-lists only on 410 Gone.
+// Why: docs/adr/0012-list-and-watch-holding-no-objects.md
 import { GenericKind, type GenericClass, type KubernetesObject } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, withBudget } from "./api-calls";
 import { FetchMethods, type Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.js";

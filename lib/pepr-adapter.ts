@@ -8,7 +8,6 @@ import { Log } from "pepr";
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import {
   answer,
-  deadlineOf,
   mutate,
   reasonOf,
   type AdmissionInput,
@@ -47,6 +46,17 @@ export function policiesOf(capabilities: Capability[]): Policy[] {
     const policy = policyOfCapability.get(c);
     return policy ? [policy] : [];
   });
+}
+
+// Pepr's request object is the same for every capability's action on it: its deadline is set when
+// the first action sees it, so the actions share one budget.
+const deadlines = new WeakMap<object, number>();
+
+/** The deadline of an admission request (epoch ms): its arrival plus images.budgetMs. */
+function deadlineOf(request: object, budgetMs: number, now = Date.now()): number {
+  let deadline = deadlines.get(request);
+  if (deadline === undefined) deadlines.set(request, (deadline = now + budgetMs));
+  return deadline;
 }
 
 function inputOf(req: Request): AdmissionInput {

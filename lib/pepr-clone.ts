@@ -1,16 +1,5 @@
-// Pepr copies every AdmissionReview's object (and old object) with ramda's `clone` before any
-// module code runs, and again before it diffs a mutation. ramda 0.32's clone remembers the objects
-// it has copied in a table whose buckets are chosen by an object's keys, so objects of one shape
-// share a bucket and each is compared with all before it: quadratic. A pod author's 1 MB pod with
-// 35,000 alike entries (projected sources, env) costs ~12 s of CPU per copy, three copies per pod,
-// before payload-size can deny it — and `--dry-run` suffices (measured: docs/threat-model.md).
-//
-// Pepr reads `clone` from ramda's exports on every call (`(0, import_ramda.clone)(...)`), so the
-// module swaps it, at start-up, in the very ramda Pepr loads, for `structuredClone`: linear, and
-// the same copy for what Pepr clones (JSON from the request, its store's string map, its own
-// config). Anything structuredClone cannot copy (a function, a class instance's prototype matters)
-// goes to ramda's own clone. Pepr is not bundled (see webhook-body-limit.ts), so this is the only
-// place to do it that works in the controller image too.
+// Swaps the quadratic ramda `clone` Pepr copies every review with for a linear structuredClone, at
+// start-up. Why: docs/adr/0013-mend-pepr-at-start-up.md
 import { createRequire } from "node:module";
 
 const SWAPPED = Symbol.for("admission-guard.linear-clone");

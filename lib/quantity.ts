@@ -1,19 +1,6 @@
-// Exact Kubernetes quantities (k8s.io/apimachinery/pkg/api/resource): "500m", "8Gi", "0.5Gi",
-// "1e3", "1.5". Values are BigInt milli-units, so `100m + 200m` is exactly `300m` and a message or a
-// verdict never shows float drift. Pure: no I/O.
-//
-// How this follows Kubernetes:
-// - Grammar (ParseQuantity): [+|-] digits [. digits] then a suffix: decimal SI (n u m "" k M G T P E),
-//   binary SI (Ki Mi Gi Ti Pi Ei) or an exponent (e|E followed by a signed integer). As in Kubernetes,
-//   "1.", ".5", "+", "-" and "." parse (the last three as 0), and "1E" is one exa, not an exponent.
-// - Precision: Kubernetes keeps nano precision and rounds a finer value up (away from zero). We keep
-//   milli precision and round up the same way, which is what MilliValue() — used by the scheduler
-//   and for every cpu comparison — does: `0.1m` and `100n` are 1m here. Sub-milli values matter
-//   for nothing admission-guard decides.
-// - Printing (CanonicalizeBytes): the quantity keeps the format of its suffix and prints in canonical
-//   form: no fractional digits, the largest suffix that loses nothing ("1.5" → "1500m", "1000" → "1k",
-//   "0.5Gi" → "512Mi", "1.5Gi" → "1536Mi"). A binary quantity below 1024 or with a fraction prints as
-//   decimal ("0.5Ki" → "512", "1.1Ki" → "1126400m").
+// Exact Kubernetes quantities ("500m", "8Gi", "1e3") as BigInt milli-units, parsed, rounded and
+// printed as k8s.io/apimachinery does. Pure.
+// Why: docs/adr/0016-exact-quantities-as-kubernetes-computes.md
 
 export type QuantityFormat = "DecimalSI" | "BinarySI" | "DecimalExponent";
 

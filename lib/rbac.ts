@@ -1,18 +1,6 @@
-// Kubernetes RBAC evaluated from plain objects: the answer a SubjectAccessReview would give, computed
-// from Roles, ClusterRoles, RoleBindings and ClusterRoleBindings. Used by `check --cluster FILE`
-// (SnapshotCluster's default evaluator) and by the e2e stand-in API to answer SubjectAccessReviews
-// from the objects it stores. Pure: no I/O.
-//
-// Follows the semantics of kubernetes/pkg/apis/rbac/v1/evaluation_helpers.go:
-// - a rule matches when its verbs, apiGroups ("" is the core group), resources ("pods",
-//   "pods/log", "*", "*/scale") and resourceNames (empty: every name) all match; "*" is a wildcard;
-// - a RoleBinding grants in its own namespace only, whether it refers to a Role (of that namespace)
-//   or to a ClusterRole; a ClusterRoleBinding grants everywhere;
-// - subjects: User (exact name), Group (exact name), ServiceAccount (name plus namespace; a
-//   ServiceAccount subject without namespace in a RoleBinding means the binding's namespace).
-// Not evaluated: aggregationRule (a real cluster's controller writes the aggregated rules into the
-// ClusterRole, so an exported ClusterRole already carries them), nonResourceURLs, and authorizers
-// other than RBAC (Node, webhook) — none of them grants a ServiceAccount access to secrets.
+// Kubernetes RBAC evaluated from plain objects: the answer a SubjectAccessReview would give, for
+// `check --cluster` and the e2e stand-in API. Pure.
+// Why: docs/adr/0021-rbac-evaluated-from-plain-objects.md
 import type { KubeObject } from "./pod";
 import { isRecord } from "./record";
 

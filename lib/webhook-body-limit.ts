@@ -1,16 +1,5 @@
-// Pepr's webhook server parses request bodies with `express.json({ limit: "2mb" })`
-// (pepr/src/lib/controller/index.ts). A bigger AdmissionReview never reaches our rules: express
-// answers 413 with an HTML page, the API server reports "failed calling webhook … 413" and, with
-// failurePolicy Fail, the user gets that opaque error (`request body too large`) instead of our
-// payload-size denial. Reviews that big are legitimate: the API server accepts request bodies up to 3 MiB,
-// and an UPDATE review carries the new object and the stored one (up to etcd's ~1.5 MiB, more once
-// a Secret's bytes are base64 in JSON).
-//
-// Pepr is not bundled into dist/pepr-<uuid>.js (`pepr build` keeps it external and the controller
-// image brings its own copy), so patching node_modules/pepr would change local runs only. Instead
-// the module raises the limit at start-up, before Pepr creates its server, by wrapping the
-// `json` factory of the very express instance Pepr loads. This code is in the bundle and works in
-// the image. Pepr only, no rule logic: the rules stay pure.
+// Raises the body limit of Pepr's webhook server at start-up, so an oversize object gets our
+// payload-size denial instead of an HTTP 413. Why: docs/adr/0013-mend-pepr-at-start-up.md
 import { createRequire } from "node:module";
 import { isIPv4 } from "node:net";
 

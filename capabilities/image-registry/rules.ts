@@ -95,7 +95,7 @@ export function mirrorImage(ref: ImageRef, mirrors: Mirror[]): string | undefine
 /** fix: rewrites images (containers' and image volumes') to their mirrors, in place. */
 export function rewriteToMirrors(target: PodTarget, ctx: RuleContext): RuleChange[] {
   const registries = ctx.settings.registries;
-  if (!registries.enabled || !Object.keys(registries.mirrors).length) return [];
+  if (!Object.keys(registries.mirrors).length) return [];
   const { mirrors } = mirrorsOf(ctx.settings);
   const changes: RuleChange[] = [];
   for (const field of imagesOf(target.template)) {
@@ -159,7 +159,7 @@ const listText = (list: string[]) => (list.length ? list.join(", ") : "nothing")
 export function checkImages(target: PodTarget | undefined, ctx: RuleContext): RuleFindings {
   const findings = noFindings();
   const registries = ctx.settings.registries;
-  if (!registries.enabled || !target) return findings;
+  if (!target) return findings;
 
   const clusterList = registries.allowed.length
     ? parseList(registries.allowed, "registries.allowed")

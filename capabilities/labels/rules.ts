@@ -49,7 +49,7 @@ function hasOwner(object: KubeObject): boolean {
  */
 export function carryAppLabel(target: PodTarget, ctx: RuleContext): RuleChange[] {
   const settings = ctx.settings.labels;
-  if (!settings.enabled || !settings.mutate) return [];
+  if (!settings.mutate) return [];
   const labels = labelsOf(target.template.metadata);
   const app = labels?.[APP_LABEL];
   if (!labels || typeof app !== "string" || app === "") return [];
@@ -90,7 +90,6 @@ export function requiredComponent(ctx: RuleContext): string | undefined {
 /** The checks on a pod (after mutation) or a workload's template (with every fix simulated). */
 export function checkLabels(object: KubeObject, target: PodTarget, ctx: RuleContext): RuleFindings {
   const findings = noFindings();
-  if (!ctx.settings.labels.enabled) return findings;
   const { template } = target;
   const app = readLabel(template, APP_LABEL);
   const component = readLabel(template, COMPONENT_LABEL);

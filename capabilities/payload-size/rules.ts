@@ -153,7 +153,6 @@ export function checkPayload(
 ): RuleFindings {
   const findings = noFindings();
   const limits = ctx.settings.payload;
-  if (!limits.enabled) return findings;
   if (!target?.role) checkWholeObject(findings.violations, object, ctx, target ? [target] : []);
   if (target) checkPodSpec(findings.violations, target, limits, ctx.stored);
   return findings;
@@ -166,7 +165,7 @@ export function checkGangPayload(
   ctx: RuleContext,
 ): RuleFindings {
   const findings = noFindings();
-  if (ctx.settings.payload.enabled) checkWholeObject(findings.violations, object, ctx, roles);
+  checkWholeObject(findings.violations, object, ctx, roles);
   return findings;
 }
 

@@ -1,19 +1,6 @@
-// Devices claimed through Dynamic Resource Allocation (resource.k8s.io), against the namespace's
-// ResourceQuotas and the nodes' ResourceSlices. Pure.
-//
-// A pod's `spec.resourceClaims[]` entry with `resourceClaimTemplateName` makes the resource-claim
-// controller create one new ResourceClaim per pod from that template; the ResourceQuota plugin then
-// charges each claim as its claim evaluator does (pkg/quota/v1/evaluator/core/resource_claims.go):
-// `count/resourceclaims.resource.k8s.io` 1, and `<class>.deviceclass.resource.k8s.io/devices` per
-// request: `count` (default 1) for ExactCount, 32 (the most an allocation holds) for All, and for a
-// `firstAvailable` request, per class, the largest of its alternatives of that class. The evaluator
-// matches only quotas without scopes. An entry with `resourceClaimName` names a claim that exists
-// already: it is in the quota's usage, and a pod that shares it adds nothing.
-//
-// Node fit: a pod's claims must be allocated on its node. The devices a node offers come from the
-// ResourceSlices its DRA drivers publish; a DeviceClass whose selectors only say
-// `device.driver == "<name>"` takes that driver's devices. Anything else (other CEL, devices that
-// several nodes reach, an unknown class or template) is not evaluated: a warning, never a denial.
+// Devices claimed through Dynamic Resource Allocation, against ResourceQuotas (as the claim
+// evaluator charges them) and the nodes' ResourceSlices. Pure.
+// Why: docs/adr/0019-dra-counted-as-the-api-server-counts.md
 import type { V1ResourceQuota } from "@kubernetes/client-node";
 import type { ClusterView } from "../../lib/cluster";
 import type { ClaimTemplateAsRead, DeviceAsk } from "../../lib/dra";
@@ -21,7 +8,7 @@ import type { PodTemplateRef } from "../../lib/pod";
 import type { RuleViolation } from "../../lib/policy";
 import { isRecord } from "../../lib/record";
 import { formatNote } from "../../lib/verdict";
-import { byName, CAPABILITY, quotaReading } from "./quota";
+import { byName, CAPABILITY, quotaName, quotaReading, type Findings } from "./quota";
 import type { PodCount } from "./workload";
 
 export const CLAIM_COUNT = "count/resourceclaims.resource.k8s.io";
@@ -182,10 +169,7 @@ function trackedClaimResources(quota: V1ResourceQuota): string[] {
 }
 
 /** Checks every quota without scopes against the claims the pods get: violations and notes. */
-export function checkClaimQuotas(
-  quotas: V1ResourceQuota[],
-  demand: ClaimDemand,
-): { violations: RuleViolation[]; warnings: string[] } {
+export function checkClaimQuotas(quotas: V1ResourceQuota[], demand: ClaimDemand): Findings {
   const violations: RuleViolation[] = [];
   const warnings: string[] = [];
   if (!demand.parts.some(p => p.claims.claims.length && p.pods > 0))
@@ -195,7 +179,7 @@ export function checkClaimQuotas(
     if (hasScopes(quota)) continue;
     const tracked = trackedClaimResources(quota);
     if (!tracked.length) continue;
-    const name = quota.metadata?.name ?? "(unnamed)";
+    const name = quotaName(quota);
     const { hard, used } = quotaReading(quota);
     const lines: string[] = [];
     const unknown: string[] = [];
@@ -295,11 +279,7 @@ const claimUsageOf = (c: TemplateClaim, resource: string) => claimUsage(c.templa
  * ResourceSlices offer. Judged against every node (a node the pod may not go to only makes it
  * more lenient), so it costs one lookup per driver whatever the cluster's size.
  */
-export function checkClaimFit(
-  subject: string,
-  claims: PodClaims,
-  cluster: ClusterView,
-): { violations: RuleViolation[]; warnings: string[] } {
+export function checkClaimFit(subject: string, claims: PodClaims, cluster: ClusterView): Findings {
   const violations: RuleViolation[] = [];
   const warnings: string[] = [];
   if (!claims.claims.length) return { violations, warnings };
@@ -368,8 +348,6 @@ export function checkClaimFit(
     );
   return { violations, warnings };
 }
-
-type Findings = { violations: RuleViolation[]; warnings: string[] };
 
 /**
  * A Pod's or a workload's claims (policy.ts checkResources): against the quotas when given (not on

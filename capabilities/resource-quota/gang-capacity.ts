@@ -1,24 +1,5 @@
-// Whole-gang capacity: whether the cluster's schedulable nodes could hold every pod of a gang at
-// once (a PyTorchJob's master and workers, a JobSet, one LeaderWorkerSet group, a Volcano Job's
-// minAvailable). Node fit (node-fit.ts) judges one pod; a gang of 64 pods of 8 GPUs on 40 eight-GPU
-// nodes passes it, starts, takes 40 nodes' GPUs and waits for ever. Pure.
-//
-// Decisions:
-// - A denial must never be false, so every test is a necessary condition of any placement, from
-//   allocatable (not usage: a busy node frees up), the scheduler's filters as node fit reads them
-//   (scheduler-filters.ts), and NodeResourcesFit's pod count (allocatable `pods`):
-//   · per role, a node holds at most k pods of it (floor(allocatable / request), the least over
-//     the resources it asks); the pods of the role fit at most Σ k × nodes;
-//   · for roles that share nodes (every set of up to 6 roles; beyond, each role and all of them),
-//     a node holds at most as many of their pods as the smallest request of each resource they
-//     all ask allows (and no more than the sum of each one's k), and their total of each resource
-//     is at most what the nodes they may use allocate.
-//   A gang that passes them all may still not fit (bin packing is hard): then nothing is said.
-// - Work is over node classes (node-classes.ts), flat in cluster size; nodes one by one only when
-//   a role tells nodes apart by name, as node fit does. Roles alike are one role. Bounded: at most
-//   MAX_ROLES distinct roles and MAX_CELLS roles × classes, else "not checked".
-// - Where node fit only warns (a resource no node offers, no candidate node) or denies already (a
-//   pod that fits no node), this says nothing more: it adds the whole-gang check after those.
+// Whole-gang capacity: whether the schedulable nodes could hold every pod of a gang at once, from
+// necessary conditions only. Pure. Why: docs/adr/0008-gang-capacity-never-a-false-denial.md
 import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
 import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/pod";
 import type { PodTarget, RuleContext, RuleFindings, RuleViolation } from "../../lib/policy";

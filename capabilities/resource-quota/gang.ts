@@ -13,7 +13,9 @@ import {
   mustSpecify,
   mustSpecifyViolation,
   quotaMatches,
+  quotaName,
   quotaReading,
+  type Findings,
 } from "./quota";
 import { quotaUsage, type PodResources } from "./resources";
 
@@ -80,14 +82,11 @@ function total(
 }
 
 /** Checks every quota against the gang's totals: violations (one per quota) and notes. */
-export function checkGangQuotas(
-  quotas: V1ResourceQuota[],
-  demand: GangDemand,
-): { violations: RuleViolation[]; warnings: string[] } {
+export function checkGangQuotas(quotas: V1ResourceQuota[], demand: GangDemand): Findings {
   const violations: RuleViolation[] = [];
   const warnings: string[] = [];
   for (const quota of byName(quotas)) {
-    const name = quota.metadata?.name ?? "(unnamed)";
+    const name = quotaName(quota);
     const { hard, used, tracked } = quotaReading(quota);
     if (!tracked.length) continue;
     // Each role's containers must specify what the quota tracks, as for any pod.

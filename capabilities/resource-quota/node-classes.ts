@@ -1,23 +1,5 @@
-// Node classes: the nodes of a list grouped by what the scheduler's filters read of a node — its
-// labels, its NoSchedule/NoExecute taints, whether it is cordoned, and its allocatable. Every node of
-// a class gets the same verdict for any pod, so node fit judges a pod once per class, not once per
-// node: flat in cluster size, as a large cluster has thousands of nodes but a handful of classes
-// (instance type × zone × pool). Pure.
-//
-// Decisions:
-// - Grouped once per node list (the cluster hands out the same array until a node changes); each
-//   node parsed and signed once per node object. A new list whose changed nodes keep their name and
-//   signature (a status update) keeps the last grouping after a walk by reference.
-// - Labels that are per node by convention are left out of the signature, else every class would be
-//   one node. Only kubernetes.io/hostname (set by the kubelet on every node, unique to it). Another
-//   per-node label only makes more classes: slower, never wrong.
-// - A pod that names its nodes (spec.nodeName, or metadata.name In [...] in every required term: each
-//   DaemonSet pod) is judged on those nodes only, looked up by name; the others are counted by
-//   whether they are cordoned, all that tells their exclusion apart (node-fit.ts). O(named nodes);
-//   the name index is made once per list, and kept as the grouping is.
-// - When node identity matters to a pod otherwise (other matchFields, or a selector on a label left
-//   out), nodes are judged one by one: classes of one node each, the same judging code.
-// - A node whose labels or taints are not plain strings (malformed input) is a class of its own.
+// Node classes: the nodes of a list grouped by what the scheduler's filters read of a node, so a
+// pod is judged once per class, not per node. Pure. Why: docs/adr/0007-node-classes.md
 import type { V1Node, V1PodSpec, V1Taint } from "@kubernetes/client-node";
 import { parseList, type ResourceList } from "./resources";
 import { isRecord } from "../../lib/record";

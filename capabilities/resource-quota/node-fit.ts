@@ -1,23 +1,6 @@
-// Whether a pod's requests fit any node at all, the scheduler's own filters applied
-// (scheduler-filters.ts: NodeUnschedulable, NodeAffinity with nodeSelector, TaintToleration), then
-// NodeResourcesFit (node-resources.ts); here, the judgement and the messages that say it. We compare
-// with each node's allocatable, not with what is free on it: a pod that does not fit an empty node
-// stays Pending for ever, whereas a busy node frees up. Pure.
-//
-// Decisions:
-// - Requests decide, as for the scheduler. A limit above every node's allocatable only warns: the pod
-//   runs, it just can never use all of it.
-// - A resource no node offers at all (nvidia.com/gpu, hugepages-1Gi) only warns: a cluster
-//   autoscaler may add such a node (GPU pools scaled to zero are common).
-// - No candidate node at all (selectors and taints exclude every node) only warns, for the same reason.
-// - Nodes without allocatable data for cpu/memory/ephemeral-storage are not judged on that resource.
-//
-// Nodes are judged per class (node-classes.ts: nodes alike for every filter and resource), so a
-// request costs the same on 10 or 10,000 nodes. Counts are the classes' member counts, and a node a
-// message names is the first in list order that the per-node judgement would name. A pod that names
-// its nodes (spec.nodeName, metadata.name In in every required term) is judged on those alone, the
-// others counted as the per-node judgement would exclude them; when node identity matters to the pod
-// otherwise (other matchFields, a hostname selector) every node is a class of its own.
+// Whether a pod's requests fit any node at all (the scheduler's filters, then NodeResourcesFit,
+// against allocatable), per node class; the judgement and its messages. Pure.
+// Why: docs/adr/0005-node-fit-against-allocatable.md, docs/adr/0007-node-classes.md
 import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
 import { formatNote } from "../../lib/verdict";
 import { formatQuantity, type Quantity } from "../../lib/quantity";

@@ -345,7 +345,7 @@ export const resourceQuotaPolicy: Policy = {
   description:
     "Denies early, with the numbers, pods and workloads that exceed the namespace quota or fit no node",
   check(object, target, ctx) {
-    if (!ctx.settings.resourceQuota.enabled || !target) return noFindings();
+    if (!target) return noFindings();
     // A Pod's resources and count are fixed at creation (resizing a running pod is the kubelet's
     // business): an update of one adds nothing to a quota. A workload's update: what it adds.
     if (isPod(object) && ctx.stored) return noFindings();
@@ -353,7 +353,6 @@ export const resourceQuotaPolicy: Policy = {
     return withGangCapacity(checkResources(object, target.template, ctx), object, target, ctx);
   },
   checkGang(object, targets, ctx) {
-    if (!ctx.settings.resourceQuota.enabled) return noFindings();
     const findings = checkGang(object, targets, ctx);
     // The whole gang against the nodes (gang-capacity.ts), after each role's node fit.
     const defaults = defaultsOf(ctx);

@@ -6,7 +6,7 @@ import { formatNote } from "../../lib/verdict";
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
 import { describeContainer } from "../../lib/pod";
 import { formatQuantity, type Quantity } from "../../lib/quantity";
-import type { RuleViolation } from "../../lib/policy";
+import type { RuleFindings, RuleViolation } from "../../lib/policy";
 import { contributions, fieldOf, roundDown, show } from "./explain";
 import {
   isPodQuotaResource,
@@ -167,20 +167,23 @@ interface Shortfall {
   used?: Quantity;
 }
 
+/** What a check of quotas (or of node fit) finds: its denials and its notes. */
+export type Findings = Pick<RuleFindings, "violations" | "warnings">;
+
+/** A quota's name as messages give it. */
+export const quotaName = (quota: V1ResourceQuota): string => quota.metadata?.name ?? "(unnamed)";
+
 /** The quotas in name order: the order messages list them in, whatever order the cache holds. */
 export const byName = (quotas: V1ResourceQuota[]): V1ResourceQuota[] =>
   [...quotas].sort((a, b) => (a.metadata?.name ?? "").localeCompare(b.metadata?.name ?? ""));
 
 /** Checks every matching quota; returns violations (one per quota) and notes. */
-export function checkQuotas(
-  quotas: V1ResourceQuota[],
-  demand: QuotaDemand,
-): { violations: RuleViolation[]; warnings: string[] } {
+export function checkQuotas(quotas: V1ResourceQuota[], demand: QuotaDemand): Findings {
   const violations: RuleViolation[] = [];
   const warnings: string[] = [];
   const usage = quotaUsage(demand.pod.requests, demand.pod.limits);
   for (const quota of byName(quotas)) {
-    const name = quota.metadata?.name ?? "(unnamed)";
+    const name = quotaName(quota);
     const { hard, used, tracked } = quotaReading(quota);
     if (!tracked.length) continue;
     if (!scopeSelectors(quota).every(s => scopeMatches(s, demand.spec, demand.bestEffort)))

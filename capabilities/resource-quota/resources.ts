@@ -1,17 +1,6 @@
-// A pod's requests and limits, computed the way Kubernetes computes them (k8s.io/component-helpers
-// resource.PodRequests/PodLimits, used by both the scheduler and the ResourceQuota plugin), and the
-// quota usage a pod is charged (pkg/quota/v1/evaluator/core/pods.go). Pure.
-//
-// Per container, in the order the API server applies them:
-//   1. API defaulting (SetDefaults_Pod): a resource with a limit and no request requests the limit.
-//   2. LimitRanger: missing limits from the namespace's LimitRange `default`, missing requests from
-//      `defaultRequest`. A Pod reaches the webhook with both done already (doing them again changes
-//      nothing); a workload template has had neither, and `check` reads manifests as written.
-// Per pod:
-//   sum over containers; restartable init containers (restartPolicy: Always, sidecars) are added to
-//   the sum; every other init container runs alone next to the sidecars started before it, so the
-//   pod needs at least max(init_i + sidecars before i); pod-level resources (spec.resources) replace
-//   the sum of cpu/memory/hugepages; spec.overhead is added to requests, and to limits that are set.
+// A pod's requests and limits, and the quota usage it is charged, computed as Kubernetes computes
+// them (resource.PodRequests/PodLimits, the pods quota evaluator). Pure.
+// Why: docs/adr/0016-exact-quantities-as-kubernetes-computes.md
 import type { V1LimitRange, V1PodSpec } from "@kubernetes/client-node";
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import { addQuantities, safeParseQuantity, type Quantity } from "../../lib/quantity";

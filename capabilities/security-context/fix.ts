@@ -1,18 +1,6 @@
-// The mutation: fill what the namespace's Pod Security level (restricted unless it says otherwise)
-// needs at its policy version and the user left unset, never change what the user set (an explicit
-// `runAsNonRoot: false` is left for validation to deny with its fix). Idempotent: every fill is
-// guarded by "still unset". Only restricted requires fields to be set: baseline and privileged
-// forbid values but require none, so they get no Pod Security fills (and so no user forcing).
-//
-// The user a pod runs as follows its images (image-user.ts): an image built with a numeric
-// non-root USER keeps it, and so keeps its files; an image built for root (or a named user) runs as
-// the configured UID with a writable HOME. fsGroup makes writable volumes writable by that user.
-// readOnlyRootFilesystem is filled only when asked (securityContext.readOnlyRootFilesystem=fill or
-// the namespace label): Pod Security does not require it, and it is the fix most likely to break
-// a job.
-//
-// Windows pods get only what the API allows for them (spec.os.name=windows forbids runAsUser,
-// runAsGroup, seccompProfile, fsGroup and the container fields set here; runAsNonRoot is allowed).
+// The mutation: fill what the namespace's Pod Security level needs and the user left unset, with
+// the user the image was built for. Idempotent. Why: docs/adr/0006-the-fix-follows-the-image.md,
+// docs/adr/0022-fix-to-the-namespace-pod-security-level.md
 import type { V1Container } from "@kubernetes/client-node";
 import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
 import type { Settings } from "../../lib/settings";
@@ -93,6 +81,15 @@ function securityContext(holder: Obj, key = "securityContext"): Obj | undefined 
 }
 
 /**
+ * Removes the securityContext securityContext() created on `holder` (it had none `before`) when
+ * nothing was filled in it (a level that requires nothing): no empty object left behind.
+ */
+function dropIfLeftEmpty(holder: Obj, before: unknown): void {
+  const sc = asObject(holder.securityContext);
+  if (unset(before) && sc && Object.keys(sc).length === 0) delete holder.securityContext;
+}
+
+/**
  * The containers whose user the pod leaves to us: none when the pod names one at its level (or its
  * securityContext is not an object), else those that name none themselves.
  */
@@ -144,11 +141,18 @@ export function fixPodSecurity(
       : new Map<V1Container, Identity>();
   if (podSc) fixPodLevel(template, podSc, chosen, settings, windows, fills, rec);
   if (!windows) {
-    for (const ref of imageContainersAndEphemeral(template))
-      fixContainer(template, spec, ref, chosen.get(ref.container), settings, inputs, fills, rec);
+    for (const ref of imageContainersAndEphemeral(template)) {
+      const container = ref.container as unknown as Obj;
+      const containerBefore = container.securityContext;
+      const sc = securityContext(container);
+      if (!sc) continue;
+      const identity = chosen.get(ref.container);
+      fixContainer(template, spec, ref, sc, identity, settings, inputs, fills, rec);
+      dropIfLeftEmpty(container, containerBefore);
+    }
     if (podSc && fills.nonRoot) fixFsGroup(template, spec, podSc, chosen, settings, rec);
   }
-  if (unset(before) && podSc && Object.keys(podSc).length === 0) delete spec.securityContext;
+  dropIfLeftEmpty(spec, before);
   return rec.changes;
 }
 
@@ -280,26 +284,8 @@ function hasEnv(container: Obj, name: string): boolean {
   return asArray(container.env).some(e => asObject(e)?.name === name);
 }
 
+/** The container's fills, in its securityContext `sc` (and its env and volume mounts). */
 function fixContainer(
-  template: PodTemplateRef,
-  spec: Obj,
-  ref: ContainerRef,
-  identity: Identity | undefined,
-  settings: SecuritySettings,
-  inputs: FixInputs,
-  fills: Fills,
-  rec: Recorder,
-): void {
-  const container = ref.container as unknown as Obj;
-  const before = container.securityContext;
-  const sc = securityContext(container);
-  if (!sc) return;
-  fillContainer(template, spec, ref, sc, identity, settings, inputs, fills, rec);
-  // Nothing filled (a level that requires nothing): no empty object left behind.
-  if (unset(before) && Object.keys(sc).length === 0) delete container.securityContext;
-}
-
-function fillContainer(
   template: PodTemplateRef,
   spec: Obj,
   ref: ContainerRef,

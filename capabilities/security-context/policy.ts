@@ -69,7 +69,7 @@ export const securityContextPolicy: Policy = {
 
   async fix({ template }, ctx) {
     const settings = ctx.settings.securityContext;
-    if (!settings.enabled || !settings.mutate) return [];
+    if (!settings.mutate) return [];
     const level = evaluated(podSecurityOf(ctx).enforce, ctx);
     // The images are read only when the fix chooses a container's user.
     const users = choosesUser(template, level) ? await imageUsersOf(template, ctx) : undefined;
@@ -89,7 +89,7 @@ export const securityContextPolicy: Policy = {
 
   async check(object, target, ctx) {
     const findings = noFindings();
-    if (!ctx.settings.securityContext.enabled || !target) return findings;
+    if (!target) return findings;
     let template = target.template;
     let debugging = false;
     // A Pod UPDATE can add ephemeral containers (`kubectl debug`) and change images; the security

@@ -1,25 +1,6 @@
-// Moving pods off the `default` ServiceAccount, pure except for what it asks the ClusterView.
-//
-// What the webhook sees: the API server's ServiceAccount admission plugin has already run. It set
-// `serviceAccountName: default` when the pod named none and injected a projected
-// `kube-api-access-<5 chars>` volume (token, CA, namespace) mounted in every container. So "default"
-// here means "the pod chose nothing" or "the pod chose default": both are moved.
-//
-// Where the ServiceAccount is ensured: in the mutate step (fix), not in validation. The same
-// plugin's validating half runs after the mutating webhooks and before the validating ones, and
-// rejects a pod whose ServiceAccount does not exist ("error looking up service account"), so by the
-// time our validator runs it is too late. (Its mutating half, before the webhooks, looks up the
-// account a pod names too: a pod naming a missing account never reaches us, which is why pods are
-// moved at creation and templates are not.) fix() therefore asks ctx.cluster.ensureServiceAccount (the
-// live view knows accounts from a watch and creates a missing one, bounded by the webhook budget;
-// the snapshot view of `check` does what the webhook would, remembering the account as created
-// for the rest of the run; dry-run requests create nothing and say "would-create"). A pod is moved
-// only to an account that exists or was just created — never to one the API server would not find:
-// - creating it failed: the pod stays on `default`, and check() denies it with the reason;
-// - a dry run (nothing may be created): the pod stays on its account, and check() warns that the
-//   real request would move it and create the account;
-// - serviceAccount.ensure is off and the account is not known to exist: the pod stays, with a
-//   warning saying how to create it.
+// Moving pods off the `default` ServiceAccount, ensuring the account in the mutate step; pure
+// except for what it asks the ClusterView.
+// Why: docs/adr/0004-service-account-ensured-in-the-mutate-step.md
 import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
 import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
 import { isIgnoredNamespace, NS_KEYS } from "../../lib/settings";
@@ -74,7 +55,7 @@ export function serviceAccountOf(spec: V1PodSpec): string {
 /** Whether this pod should be moved: on default, in a namespace, with a dedicated name that is not default. */
 function shouldMove(target: PodTarget, ctx: RuleContext): string | undefined {
   const settings = ctx.settings.serviceAccount;
-  if (!settings.enabled || !settings.mutate || !ctx.namespaceName) return undefined;
+  if (!settings.mutate || !ctx.namespaceName) return undefined;
   if (serviceAccountOf(target.template.spec) !== DEFAULT_SERVICE_ACCOUNT) return undefined;
   const { name } = dedicatedFor(ctx);
   return name === DEFAULT_SERVICE_ACCOUNT ? undefined : name;
@@ -172,7 +153,7 @@ export async function checkServiceAccountExists(
 ): Promise<RuleFindings> {
   const findings = noFindings();
   const settings = ctx.settings.serviceAccount;
-  if (!settings.enabled || !ctx.namespaceName) return findings;
+  if (!ctx.namespaceName) return findings;
   const dedicated = dedicatedFor(ctx);
   if (dedicated.invalidAnnotation !== undefined) {
     findings.warnings.push(

@@ -1,15 +1,6 @@
-// May the pod's ServiceAccount read the secrets the pod references? Kubernetes itself does not
-// require it (the kubelet fetches secrets with its own node identity), but applications that read
-// their secrets through the API, and clusters whose policies check it (a webhook that refuses a
-// LlamaIndex trainer with `unauthorized access to secret "llama-index-config"`), do. So: a warning by default,
-// a denial with serviceAccount.secretAccess=enforce, nothing with off.
-//
-// Every reference counts, optional ones included: `optional: true` tolerates a missing secret,
-// not a forbidden one. imagePullSecrets are not checked: only the kubelet reads them.
-//
-// A pod author chooses how many secrets a pod names (35,000 projected sources fit in 1 MB): at most
-// serviceAccount.maxSecretReviews distinct secrets are asked about per object, all roles of a
-// workload together and within one deadline; the rest are "not checked", said in a warning.
+// May the pod's ServiceAccount read the secrets the pod references? A warning by default, at most
+// serviceAccount.maxSecretReviews per object.
+// Why: docs/adr/0015-secret-access-warns-with-bounded-reviews.md
 import { API_BUDGET_MS, CALL } from "../../lib/api-calls";
 import { recordSkipped } from "../../lib/metrics";
 import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
@@ -148,7 +139,7 @@ export async function checkSecretAccess(
 ): Promise<RuleFindings> {
   const findings = noFindings();
   const mode = ctx.settings.serviceAccount.secretAccess;
-  if (!ctx.settings.serviceAccount.enabled || mode === "off" || !ctx.namespaceName) return findings;
+  if (mode === "off" || !ctx.namespaceName) return findings;
   const refs = secretReferences(target.template);
   if (!refs.size) return findings;
   const ns = ctx.namespaceName;

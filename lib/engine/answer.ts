@@ -13,7 +13,6 @@ import {
 } from "../verdict";
 import { planOf, type Plan } from "./plan";
 import { fixedNotes, recordedFixes } from "../fix-trace";
-import { templateIsFixed } from "./fixes";
 import { checksOf, type Validation } from "./checks";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
 import { workloadTargets } from "../workload-kinds/targets";
@@ -67,7 +66,7 @@ export async function answer(
   deps: EngineDeps,
   acting: Policy[],
 ): Promise<Answer> {
-  const plan = planOf(request, deps, acting);
+  const plan = planOf(request, deps, acting, "validate");
   if (!plan.active.length) return unhandled(plan.mode);
   return answerOf(plan, await checksOf(plan));
 }
@@ -111,7 +110,7 @@ function answerOf(plan: Plan, { findings, simulation }: Validation): Answer {
   if (mode !== "audit") {
     if (plan.shape === "pod" && ctx.operation === "CREATE")
       warnings.push(...fixedNotes(recordedFixes(obj), active));
-    if (templateIsFixed(obj, deps.settings)) {
+    if (plan.templateFixed) {
       const notes = workloadTargets(obj, plan.kinds).flatMap(t =>
         fixedNotes(recordedFixes({ metadata: t.template.metadata }), active),
       );

@@ -1,17 +1,10 @@
 // Stage 2 of the validating step: the findings of the policies the plan says act (plan.ts), on
 // what the update gate lets through, and an UPDATE judged on what it changes.
 import { podTemplateOf, type KubeObject } from "../pod";
-import type { PodTarget, Policy } from "../policy";
+import type { PodTarget, Policy, RuleFindings } from "../policy";
 import { emptyFindings, formatNote, mergeFindings, type Findings } from "../verdict";
 import type { Plan } from "./plan";
-import {
-  fixFailureViolation,
-  internalError,
-  malformed,
-  newFindings,
-  reasonOf,
-  stampFindings,
-} from "./findings";
+import { fixFailureViolation, internalError, malformed, newFindings, reasonOf } from "./findings";
 import { recordedFixFailures } from "../fix-trace";
 import { simulateWorkload, whichRoles, type Simulation } from "./workload-simulation";
 
@@ -28,7 +21,7 @@ async function validate(
 ): Promise<Findings> {
   const findings = emptyFindings();
   const { ctx } = plan;
-  const speaks = plan.speaker === policy;
+  const speaks = () => plan.speaker === policy;
   const { pod, simulation } = judged;
   try {
     if (pod) {
@@ -36,14 +29,14 @@ async function validate(
       if (failed !== undefined && ctx.operation === "CREATE")
         findings.violations.push(internalError(policy.name, "fix", failed));
       if (!pod.target) {
-        if (speaks) findings.violations.push(malformed(policy, obj, "has no spec"));
+        if (speaks()) findings.violations.push(malformed(policy, obj, "has no spec"));
       } else if (policy.check) {
         const found = await policy.check(obj, pod.target, ctx);
         mergeFindings(findings, stampFindings(policy, found));
       }
     } else if (plan.shape === "workload") {
       if (!simulation) {
-        if (speaks) findings.violations.push(malformed(policy, obj, "has no pod template"));
+        if (speaks()) findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
         findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
         for (const f of simulation.failures)
@@ -66,7 +59,7 @@ async function validate(
           }
           mergeFindings(findings, withoutRepeats(judged));
         }
-        if (simulation.notes.length && speaks)
+        if (simulation.notes.length && speaks())
           findings.warnings.push(...simulation.notes.map(n => formatNote("workloads", n)));
         if (simulation.rename) renameFields(findings, simulation.rename);
       }
@@ -77,6 +70,16 @@ async function validate(
     findings.violations.push(internalError(policy.name, "check", reasonOf(e)));
   }
   return findings;
+}
+
+// The engine, not each rule, says which capability a finding is from: stamped in place (a rule
+// returns new objects on every call), here beside the checks it runs for every finding.
+function stampFindings(policy: Policy, found: RuleFindings): Findings {
+  const capability = policy.name;
+  for (const list of [found.changes, found.violations, found.skipped ?? []])
+    for (const item of list) (item as { capability?: string }).capability = capability;
+  const { changes, violations, warnings, skipped } = found as Findings;
+  return { changes, violations, warnings, skipped: skipped ?? [] };
 }
 
 /** Every message of the findings with the fields of a built pod spec named as the object has them. */

@@ -1,7 +1,7 @@
 // Findings as the engine words them: stamped with their capability, and the violations the engine
 // itself raises (a step that threw, a malformed object).
 import type { KubeObject } from "../pod";
-import type { Policy, RuleFindings } from "../policy";
+import type { Policy } from "../policy";
 import { NS_KEYS } from "../settings";
 import type { Findings, FixFailure, Violation } from "../verdict";
 
@@ -13,15 +13,6 @@ export function stamped<T extends object>(
 ): (T & { capability: string })[] {
   for (const item of items) (item as T & { capability: string }).capability = policy.name;
   return items as (T & { capability: string })[];
-}
-
-export function stampFindings(policy: Policy, found: RuleFindings): Findings {
-  return {
-    changes: stamped(policy, found.changes),
-    violations: stamped(policy, found.violations),
-    warnings: found.warnings,
-    skipped: found.skipped?.length ? stamped(policy, found.skipped) : [],
-  };
 }
 
 export function internalError(capability: string, stage: string, reason: string): Violation {

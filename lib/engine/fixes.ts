@@ -1,16 +1,13 @@
 // Stage 2 of the mutating step: the acting policies' fixes on a Pod, or on a workload's own
 // template. Which policies act was decided by the plan (plan.ts).
-import { kindsInForce } from "../workload-kinds/in-force";
 import { wholeCapabilitiesWaived, type ApplicableExemptions } from "../exemptions";
-import { hasController, isWorkload, podTemplateOf, type KubeObject } from "../pod";
+import { podTemplateOf } from "../pod";
 import type { Policy, PodTarget, RuleContext } from "../policy";
-import type { Settings } from "../settings";
 import type { Change, FixFailure } from "../verdict";
 import { planOf } from "./plan";
 import { fixFailureViolation, reasonOf, stamped } from "./findings";
 import { recordFixes, recordFixFailures } from "../fix-trace";
 import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
-import { workloadKindOf } from "../workload-kinds/roles";
 import { workloadTargets } from "../workload-kinds/targets";
 
 /**
@@ -38,18 +35,6 @@ export async function runFixes(
   return { changes, failures };
 }
 
-/** Whether a workload's own template is fixed when it is applied (see mutate). */
-export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
-  const kinds = kindsInForce(settings.workloads);
-  return (
-    settings.workloads.mutate &&
-    isWorkload(workload, kinds) &&
-    !hasController(workload) &&
-    // Pods built in code (an InferenceService's) have no template of their own to fix in place.
-    !workloadKindOf(workload, kinds)?.builtBy
-  );
-}
-
 /**
  * The mutating webhook's step, on the request's object in place:
  *  - a Pod on CREATE gets the acting policies' fixes; what changed is recorded in its trace
@@ -65,7 +50,7 @@ export async function mutate(
   deps: EngineDeps,
   acting: Policy[],
 ): Promise<MutateResult> {
-  const plan = planOf(request, deps, acting);
+  const plan = planOf(request, deps, acting, "mutate");
   const { object: obj, ctx, active, exemptions } = plan;
   let result = { changes: [] as Change[], failures: [] as FixFailure[] };
   const template = plan.shape === "pod" && active.length ? podTemplateOf(obj) : undefined;
@@ -74,11 +59,7 @@ export async function mutate(
     result = await runFixes(active, target, ctx, exemptions);
     recordFixes(obj, result.changes);
     recordFixFailures(obj, result.failures);
-  } else if (
-    active.length &&
-    templateIsFixed(obj, deps.settings) &&
-    request.operation !== "DELETE"
-  ) {
+  } else if (active.length && plan.templateFixed && request.operation !== "DELETE") {
     // Every pod template of the workload (one, or one per role of an ML kind), each with its trace.
     const targets = workloadTargets(obj, plan.kinds, { applied: true });
     for (const target of targets) {

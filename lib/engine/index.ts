@@ -31,21 +31,16 @@ export type {
 export {
   applicability,
   contextFor,
-  deadlineOf,
   judgesObject,
   modeOf,
   policyApplies,
+  templateIsFixed,
   type Applicability,
 } from "./plan";
 export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "../fix-trace";
-export { mutate, templateIsFixed } from "./fixes";
-export {
-  isControllerUser,
-  madeByController,
-  needsJudging,
-  storedVersionOf,
-} from "./update-gate";
+export { mutate } from "./fixes";
+export { isControllerUser, madeByController, needsJudging, storedVersionOf } from "./update-gate";
 export type { StoredVersion } from "../policy";
 export { answer, decide, pendingWarnings, type Decision } from "./answer";
 export { review, type Review } from "./review";

@@ -4,11 +4,12 @@
 // that bear on it. The fixes (fixes.ts) and the checks (checks.ts) read the plan; nothing after
 // this stage decides again whether a policy acts.
 import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
-import { isPod, isWorkload, type KubeObject } from "../pod";
+import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
 import type { Policy, RuleContext } from "../policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "../settings";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
+import { workloadKindOf } from "../workload-kinds/roles";
 import type { AdmissionInput, ContextInput, EngineDeps } from "./types";
 import { needsJudging, storedVersionOf } from "./update-gate";
 
@@ -34,17 +35,6 @@ export function contextFor(obj: KubeObject, input: ContextInput): RuleContext {
     deadline: input.deadline ?? Date.now() + input.settings.images.budgetMs,
     user: input.user,
   };
-}
-
-// The webhook's request object is the same for every capability's action on it: its deadline is
-// set when the first action sees it, so the actions share one budget.
-const deadlines = new WeakMap<object, number>();
-
-/** The deadline of an admission request (epoch ms): its arrival plus images.budgetMs. */
-export function deadlineOf(request: object, budgetMs: number, now = Date.now()): number {
-  let deadline = deadlines.get(request);
-  if (deadline === undefined) deadlines.set(request, (deadline = now + budgetMs));
-  return deadline;
 }
 
 // Field by field, not `{ ...request, settings, ... }`: a spread followed by keys its source lacks
@@ -122,6 +112,21 @@ export function judgesObject(
     : !!policy.extraKinds?.includes(obj?.kind ?? "");
 }
 
+/**
+ * Whether a workload's own template is fixed when it is applied (workloads.mutate): not one a
+ * controller made (its template is its owner's), nor a kind whose pods are built in code.
+ */
+export function templateIsFixed(workload: KubeObject, settings: Settings): boolean {
+  const kinds = kindsInForce(settings.workloads);
+  return (
+    settings.workloads.mutate &&
+    isWorkload(workload, kinds) &&
+    !hasController(workload) &&
+    // Pods built in code (an InferenceService's) have no template of their own to fix in place.
+    !workloadKindOf(workload, kinds)?.builtBy
+  );
+}
+
 /** What the object is to the engine. */
 export type Shape = "pod" | "workload" | "other";
 
@@ -141,6 +146,9 @@ export interface Plan {
   applies: ReadonlyMap<Policy, Applicability>;
   /** Those that act: they fix, check and count. */
   active: Policy[];
+  /** A workload whose own template is fixed when applied (templateIsFixed). */
+  templateFixed: boolean;
+  // The validating step's alone (empty or unset in the mutating step's plan):
   /** Every policy of the module that acts here, in order: a workload's pods get all their fixes. */
   allActive: Policy[];
   /**
@@ -156,7 +164,12 @@ export interface Plan {
 }
 
 /** Stage 1: the plan for one request's step with these acting policies. */
-export function planOf(request: AdmissionInput, deps: EngineDeps, acting: Policy[]): Plan {
+export function planOf(
+  request: AdmissionInput,
+  deps: EngineDeps,
+  acting: Policy[],
+  step: "mutate" | "validate",
+): Plan {
   const obj = request.object;
   const ctx = contextOf(request, deps);
   const kinds = kindsInForce(deps.settings.workloads);
@@ -164,34 +177,42 @@ export function planOf(request: AdmissionInput, deps: EngineDeps, acting: Policy
   const namespaceMode = modeOf(ctx);
   // The Exemptions' own validation holds in every namespace, whatever its mode label says.
   const everyMode = acting.length > 0 && acting.every(p => p.enforcedInEveryMode);
-  const mode = everyMode ? "enforce" : namespaceMode.mode;
   const judges = (p: Policy) =>
     shape === "other" ? !!p.extraKinds?.includes(obj?.kind ?? "") : !p.onlyExtraKinds;
   const applies = new Map<Policy, Applicability>();
-  for (const p of [...deps.policies, ...acting])
-    if (!applies.has(p))
-      applies.set(p, applicabilityIn(p, ctx.namespaceName, namespaceMode.mode, deps.settings));
-  const acts = (p: Policy) => applies.get(p) === "applies";
+  const applicabilityOf = (p: Policy) => {
+    let found = applies.get(p);
+    if (found === undefined)
+      applies.set(
+        p,
+        (found = applicabilityIn(p, ctx.namespaceName, namespaceMode.mode, deps.settings)),
+      );
+    return found;
+  };
+  const acts = (p: Policy) => applicabilityOf(p) === "applies";
   const judging = acting.filter(judges);
   const active = judging.filter(acts);
   const exemptions =
     active.length && obj && typeof obj === "object"
       ? applicableExemptions(obj, ctx.namespaceName, deps.cluster.exemptions(), deps.settings)
       : NO_EXEMPTIONS;
+  // A mutating step (one capability's fixes on a Pod) asks nothing of the module's other policies.
+  const validating = step === "validate" && active.length > 0;
   return {
     object: obj,
     deps,
     ctx,
     shape,
     kinds,
-    mode,
+    mode: everyMode ? "enforce" : namespaceMode.mode,
     modeWarning: everyMode ? undefined : namespaceMode.warning,
     judging,
     applies,
     active,
-    allActive: deps.policies.filter(acts),
-    speaker: deps.policies.find(p => judges(p) && acts(p)),
-    judged: active.length > 0 && needsJudging(obj, ctx),
+    templateFixed: shape === "workload" && templateIsFixed(obj, deps.settings),
+    allActive: validating && shape === "workload" ? deps.policies.filter(acts) : [],
+    speaker: validating ? deps.policies.find(p => judges(p) && acts(p)) : undefined,
+    judged: validating && needsJudging(obj, ctx),
     exemptions,
   };
 }

@@ -6,8 +6,8 @@ import type { Policy } from "../policy";
 import type { Mode } from "../settings";
 import type { Change, Skip, Violation } from "../verdict";
 import { answer } from "./answer";
-import { contextOf, modeOf } from "./plan";
-import { mutate, templateIsFixed } from "./fixes";
+import { contextOf, modeOf, templateIsFixed } from "./plan";
+import { mutate } from "./fixes";
 import { actingFor, routeMatches, routesOf } from "./routes";
 import type { AdmissionInput, Answer, ContextInput, EngineDeps } from "./types";
 

@@ -13,7 +13,6 @@ import {
   podTemplateOf,
   workloadSpecChanged,
   type KubeObject,
-  type PodTemplateRef,
 } from "../pod";
 import type { Operation, PodTarget, RuleContext, StoredVersion } from "../policy";
 import { isRecord } from "../record";

@@ -1,15 +1,5 @@
-// Image configs for the rules, from the registries, bounded for the admission path:
-// - cached by manifest digest (an image by digest never goes stale), tag → digest for a few
-//   minutes, a failure for a short while (a registry that is down is not asked on every pod); each
-//   cache bounded by entries and by bytes, and holding only what the rules read;
-// - one request's lookups run in parallel and wait until the request's deadline at most, well
-//   inside the webhook timeout; a lookup that outlives it goes on and fills the cache for the next;
-// - the same image asked twice at once is fetched once; past the process-wide cap on lookups at
-//   once, an image is "unknown" at once (nothing queues);
-// - a result read with a pod's own pull secrets is kept under that credential source: it never
-//   answers another tenant, and its failure never makes the image unknown for others.
-// A registry that is slow, down, refuses or answers garbage makes the image "unknown": never a
-// hang, a throw or a denial by itself (the rules decide what unknown means).
+// Image configs for the rules, from the registries, cached and bounded for the admission path;
+// a registry that fails makes the image "unknown". Why: docs/adr/0006-the-fix-follows-the-image.md
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { ImageRef } from "../image-reference";

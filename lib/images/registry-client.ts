@@ -1,14 +1,5 @@
-// Reads an image's config from its registry with the OCI distribution API, the way the kubelet's
-// runtime resolves it: the manifest (or index → the manifest for the platform), then the config
-// blob, whose `config` holds the image's User, WorkingDir and Env.
-//
-// Written here rather than taken from an npm client because every step must be bounded for the
-// admission path: one deadline (AbortSignal) across all of a lookup's requests, a byte cap on every
-// body (and the process-wide cap on bytes in flight), at most 3 redirects (and no credentials sent
-// to another host), every connection under the egress policy (egress.ts: each hop and the token
-// realm), and a verified digest for every blob. It never throws: a failure is an answer
-// ({ ok: false, reason, detail }) whose reason is one of a few generic texts a user may see, and
-// whose detail (for the log) is bounded: nothing a registry wrote is echoed at length.
+// Reads an image's config from its registry with the OCI distribution API, every step bounded;
+// never throws. Why: docs/adr/0006-the-fix-follows-the-image.md
 import { createHash } from "node:crypto";
 import type { ImageRef } from "../image-reference";
 import {

@@ -1,24 +1,6 @@
-// The background scan behind the PolicyReports: the watcher lists and watches every Pod and
-// workload (lib/reports/scan-watches.ts) and hands each to it as it appears, changes and goes; it
-// judges each with the engine — the same answer() as the validating webhook, as a dry run that
-// creates nothing — and keeps one report per namespace up to date.
-//
-// Its memory follows what it reports, not the objects (100,000 pods must fit the watcher's 512Mi):
-// per object it keeps its key, a digest of what was judged, its results and when their change was
-// first seen — never the object. Judging again (a namespace's labels, an Exemption, a cache changed)
-// reads the objects again through `relist` (paged lists), instead of keeping a copy of each.
-//
-// Bounded on every side (measured in docs/bench.md):
-//  - waiting: at most `maxQueued` objects wait to be judged (the latest version of each, once);
-//    offering one more waits for room, which the watches' awaited handlers pass back to their
-//    lists, so a first list of 100,000 pods holds a page and the queue, not the cluster. An object
-//    whose labels, annotations and spec did not change (a status update, the most frequent event)
-//    is dropped before it waits;
-//  - judging: in slices of SLICE_MS, yielding between slices, so a long list never blocks the
-//    watcher's health checks and watch streams for seconds;
-//  - writing: a change waits `debounceMs` for its neighbours, a namespace is written at most once
-//    per interval (a change during a write waits for the next), never when its report did not
-//    change, and a few namespaces at a time.
+// The background scan behind the PolicyReports: judges each object the watcher hands it with the
+// engine (a dry run), keeps per object a digest and results, and writes one report per namespace,
+// bounded in queue, time slices and writes. Why: docs/adr/0012-list-and-watch-holding-no-objects.md
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { answer, madeByController, type EngineDeps } from "../engine";

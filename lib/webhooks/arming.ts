@@ -1,20 +1,6 @@
-// Webhooks that fail closed only once something answers them.
-//
-// `pepr build` and `npx pepr deploy` write the module's webhook configurations with the failure
-// policy of package.json `pepr.onError`, applied at once, before the controller runs. Written as
-// `Fail`, an install whose controller never becomes Ready (an image that cannot be pulled, an
-// air-gapped cluster that has not mirrored it, a crash loop) refuses every pod outside the system
-// namespaces. So the module is built with `onError: audit` (failurePolicy Ignore) and the admission
-// controller itself "arms" its webhooks, setting the failure policy of settings
-// `webhooks.failurePolicy` (Fail by default, the documented choice), once the API server can reach
-// a Ready replica: an EndpointSlice of the webhook's Service has a ready endpoint (for a URL
-// webhook, as `pepr dev` registers, the process that checks is the one that answers).
-//
-// The break-glass: an admin annotates a configuration admission-guard.dev/disarm=true; the arming
-// then sets it to Ignore and never arms it while the annotation is there (a replica that is still
-// Ready would otherwise undo a manual `failurePolicy: Ignore` within a round).
-//
-// This file decides; lib/webhooks/arm-live.ts asks the API server and applies the decision.
+// Decides when to arm the module's webhooks (set their failure policy once a Ready replica answers)
+// and honours the disarm annotation; lib/webhooks/arm-live.ts applies it.
+// Why: docs/adr/0009-webhooks-armed-by-the-controller.md
 import { DISARM_ANNOTATION } from "../settings/keys";
 
 /** The JSON patch operations the arming writes (RFC 6902). */

@@ -1,26 +1,6 @@
-// KServe's InferenceService (serving.kserve.io/v1beta1): its pods built as KServe's controller
-// builds them, one role per component (predictor, transformer, explainer), so that every area
-// judges them at apply instead of on a Knative revision or raw Deployment minutes later.
-//
-// A component is an inline pod spec (containers, volumes, securityContext, ...) beside component
-// fields (minReplicas, maxReplicas, scaleTarget, labels, annotations, ...). A predictor may instead
-// name a `model` (or a framework: sklearn, pytorch, ... which KServe's defaulting turns into one):
-// its container is the `kserve-container` of a ServingRuntime / ClusterServingRuntime (the one
-// named in model.runtime, else the one whose supportedModelFormats match with autoSelect: see
-// lib/serving-runtimes.ts), the model's container fields merged over it (a strategic merge: lists
-// keyed by name, mountPath or containerPort; args appended; runtimeVersion as the image tag), the
-// runtime's other containers after it, and the runtime's nodeSelector, affinity, tolerations,
-// volumes and imagePullSecrets under the predictor's own. Labels and annotations: runtime <
-// InferenceService < component.
-//
-// Not modelled (said in docs/ml-workloads.md): what KServe's and Knative's own webhooks add when
-// each pod is created (the storage initializer, the queue-proxy, the logger/batcher agent), the
-// defaults KServe's inferenceservice-config gives (the webhook sees them, as KServe's defaulting
-// webhook runs first; `check` does not), multi-node workerSpec, an explainer's built-in image.
-// Those pods are judged when they are created, as before.
-//
-// Pure and total: a malformed object yields fewer roles, never a throw. The templates are new
-// objects (copies): a fix simulated on them changes nothing of the InferenceService.
+// KServe's InferenceService: its pods built as KServe's controller builds them, one role per
+// component, the model's container from its ServingRuntime. Pure and total.
+// Why, and what is not modelled: docs/adr/0020-inference-service-built-as-kserve-builds-it.md
 import type { V1ObjectMeta, V1PodSpec } from "@kubernetes/client-node";
 import type { KubeObject } from "../pod";
 import { isRecord } from "../record";
@@ -356,6 +336,13 @@ function buildComponent(
   const notes: string[] = [];
   const labels = { ...strings(meta.labels), ...strings(component.labels) };
   const annotations = { ...strings(meta.annotations), ...strings(component.annotations) };
+  // The pods of the component's own pod fields with these containers, no runtime merged in.
+  const ownPodsOnly = (containers: Record<string, unknown>[]): Built => ({
+    spec: { ...own, containers },
+    metadata: { labels, annotations },
+    renames,
+    notes,
+  });
   const model = name === "predictor" ? modelOf(component, at) : undefined;
   if (isRecord(component.workerSpec))
     notes.push(
@@ -368,31 +355,24 @@ function buildComponent(
       notes.push(
         `${subject(obj, namespace)}: ${at}.art's container comes from KServe's configuration and is not judged at apply`,
       );
-    return {
-      spec: { ...own, containers: ownContainers },
-      metadata: { labels, annotations },
-      renames,
-      notes,
-    };
+    return ownPodsOnly(ownContainers);
   }
   // A model: its container comes from the runtime KServe chooses.
   const protocol =
     typeof model.spec.protocolVersion === "string" ? model.spec.protocolVersion : undefined;
   const choice = chooseRuntime(cluster, namespace, model.format, model.runtime, protocol);
   const others = ownContainers.filter(c => c.name !== TRANSFORMER_CONTAINER);
+  // Judged on what is known: the predictor's own containers and pod fields, never the model's. A
+  // transformer-container is left out too: the runtime's may complete it.
+  const withoutModel = (): Built => {
+    renameOthers(ownContainers, others, at, renames);
+    return ownPodsOnly(others);
+  };
   if (choice.state !== "found") {
-    // Judged on what is known: the predictor's own containers and pod fields, never the model's.
     notes.push(
       `${subject(obj, namespace)}: the model's container (${model.field}, model format ${describeFormat(model.format)}) is not judged at apply: ${choice.reason}; it is judged when its pods are created`,
     );
-    // A transformer-container is left out too: the runtime's may complete it.
-    renameOthers(ownContainers, others, at, renames);
-    return {
-      spec: { ...own, containers: others },
-      metadata: { labels, annotations },
-      renames,
-      notes,
-    };
+    return withoutModel();
   }
   const rtSpec = isRecord(choice.runtime.spec) ? choice.runtime.spec : {};
   const rtContainers = list(rtSpec.containers);
@@ -403,13 +383,7 @@ function buildComponent(
     notes.push(
       `${subject(obj, namespace)}: ${choice.kind} ${choice.name} has no container named ${MODEL_CONTAINER}: KServe makes no pod for ${model.field}`,
     );
-    renameOthers(ownContainers, others, at, renames);
-    return {
-      spec: { ...own, containers: others },
-      metadata: { labels, annotations },
-      renames,
-      notes,
-    };
+    return withoutModel();
   }
   const containers: Record<string, unknown>[] = [];
   const place = (c: Record<string, unknown>, where: string) => {

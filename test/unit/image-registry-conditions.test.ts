@@ -62,7 +62,7 @@ describe("image-registry conditions", () => {
     expect(parsed.problems).toHaveLength(2);
   });
 
-  it("mirrors are off with registries.enabled=false, and an invalid image is not rewritten", () => {
+  it("mirrors are off with registries.enabled=false, and an invalid image is not rewritten", async () => {
     const mirrors = { "docker.io": "harbor.internal/hub" };
     const off = settings({ enabled: false, mirrors });
     const target = (image: unknown) => ({
@@ -71,7 +71,11 @@ describe("image-registry conditions", () => {
     });
     const ctx = (s: ReturnType<typeof settings>) =>
       contextFor(pod("nginx"), { settings: s, cluster: cluster() });
-    expect(rewriteToMirrors(target("nginx:1") as never, ctx(off))).toEqual([]);
+    // Switched off, the engine runs no fix of it: the image stays as written.
+    expect(
+      (await review([imageRegistryPolicy], pod("nginx:1"), { settings: off, cluster: cluster() }))
+        .changes,
+    ).toEqual([]);
     const on = settings({ mirrors });
     expect(() => rewriteToMirrors(target("NOT VALID::") as never, ctx(on))).not.toThrow();
     expect(rewriteToMirrors(target("NOT VALID::") as never, ctx(on))).toEqual([]);

@@ -2,7 +2,8 @@
 // cases mutation testing (npm run test:mutation) found no test for.
 import { carryAppLabel, checkLabels, COMPONENT_LABEL } from "../../capabilities/labels/rules";
 import { SnapshotCluster } from "../../lib/cluster";
-import { contextFor } from "../../lib/engine";
+import { contextFor, review } from "../../lib/engine";
+import { labelsPolicy } from "../../capabilities/labels/policy";
 import { podTemplateOf, type KubeObject } from "../../lib/pod";
 import { NS_KEYS, parseSettings, type SettingsInput } from "../../lib/settings";
 
@@ -93,13 +94,13 @@ describe("labels conditions", () => {
     expect(denied({ [COMPONENT_LABEL]: "training" }, { [key]: " inference " })).toBe(true);
   });
 
-  it("labels.enabled=false requires nothing", () => {
+  it("labels.enabled=false requires nothing", async () => {
     const ns = { [NS_KEYS.requireComponent]: "inference" };
-    expect(check({}, ns, { enabled: false })).toEqual({
-      changes: [],
-      violations: [],
-      warnings: [],
+    const off = await review([labelsPolicy], pod({ labels: { app: "x" } }), {
+      settings: parseSettings({ labels: { enabled: false } }),
+      cluster: new SnapshotCluster([{ kind: "Namespace", metadata: { name: "ml", labels: ns } }]),
     });
+    expect([off.allowed, off.changes, off.violations, off.warnings]).toEqual([true, [], [], []]);
     expect(check({}, ns).violations).toHaveLength(1);
   });
 });

@@ -78,7 +78,12 @@ describe("labels: carry the app label", () => {
     expect(await fixOnce(pod({ tier: "x" }))).toEqual([]);
     expect(await fixOnce(pod())).toEqual([]);
     expect(await fixOnce(pod({ app: "gpt4" }), settings({ mutate: false }))).toEqual([]);
-    expect(await fixOnce(pod({ app: "gpt4" }), settings({ enabled: false }))).toEqual([]);
+    // Switched off, the engine runs no fix of it at all.
+    const off = await review([labelsPolicy], pod({ app: "gpt4" }), {
+      settings: settings({ enabled: false }),
+      cluster: cluster(),
+    });
+    expect([off.changes, off.object.metadata?.labels]).toEqual([[], { app: "gpt4" }]);
   });
 
   it("removes app only when opted in, and never on a pod with an owner", async () => {

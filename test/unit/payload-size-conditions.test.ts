@@ -266,17 +266,18 @@ describe("a limit of 0 turns its check off; payload.enabled: false turns them al
     );
   });
 
-  it("switched off, the checks themselves find nothing, on a Pod and on a gang", () => {
+  it("switched off, the engine runs none of its checks, on a Pod and on a gang", async () => {
     const off = { enabled: false, maxObjectBytes: 1, maxEnvPerContainer: 1, maxVolumes: 1 };
-    expect(checkPod(huge(), off)).toEqual([]);
+    for (const object of [huge(), pytorchJob(100)]) {
+      const r = await review([payloadSizePolicy], object, { settings: settings(off), cluster });
+      expect([r.allowed, r.violations, r.judgedBy, r.handled]).toEqual([true, [], [], false]);
+    }
     expect(checkPod(huge(), { ...off, enabled: true }).length).toBeGreaterThan(0);
 
     const job = pytorchJob(100);
     const s = settings(off);
     const roles = workloadTargets(job, kindsInForce(s.workloads));
     expect(roles).toHaveLength(2);
-    const ctx = contextFor(job, { settings: s, cluster });
-    expect(checkGangPayload(job, roles, ctx).violations).toEqual([]);
     const on = settings({ ...off, enabled: true });
     expect(
       checkGangPayload(job, roles, contextFor(job, { settings: on, cluster })).violations.map(

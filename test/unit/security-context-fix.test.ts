@@ -3,7 +3,7 @@ import { securityContextPolicy } from "../../capabilities/security-context/polic
 import { evaluatePod } from "../../capabilities/security-context/checks";
 import { fixPodSecurity, scratchVolumeName } from "../../capabilities/security-context/fix";
 import { SnapshotCluster } from "../../lib/cluster";
-import { contextFor, review } from "../../lib/engine";
+import { review } from "../../lib/engine";
 import { podTemplateOf, type KubeObject } from "../../lib/pod";
 import { defaultSettings, parseSettings, type Settings } from "../../lib/settings";
 import { assertValidPod, unknownFields } from "./security-context-support";
@@ -294,16 +294,13 @@ describe("settings", () => {
   it("enabled=false: neither fixes nor checks", async () => {
     const s = parseSettings({ securityContext: { enabled: false } });
     const p = seedPod();
-    const ctx = contextFor(p, { settings: s, cluster });
-    expect(
-      await securityContextPolicy.fix!(
-        { object: p, template: podTemplateOf(p)!, isTemplate: false },
-        ctx,
-      ),
-    ).toEqual([]);
     const r = await review([securityContextPolicy], p, { settings: s, cluster });
     expect(r.allowed).toBe(true);
-    expect(r.violations).toEqual([]);
+    expect([r.changes, r.violations, r.judgedBy]).toEqual([[], [], []]);
+    expect(r.object).toEqual(p);
+    // Switched on, the same pod is fixed: the engine's switch, not the pod, made the difference.
+    const on = await review([securityContextPolicy], p, { settings: parseSettings({}), cluster });
+    expect(on.changes.length).toBeGreaterThan(0);
   });
 
   it("runAsUser and runAsGroup come from the settings", () => {

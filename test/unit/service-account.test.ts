@@ -886,11 +886,15 @@ describe("service-account: the capability switched off, or no pod to judge", () 
     const pod = seedPod({ serviceAccountName: "workload", serviceAccount: "workload" });
     const cluster = new FakeLive({ state: "failed", reason: "never asked" });
     const target = { object: pod, template: podTemplateOf(pod)!, isTemplate: false };
-    const off = contextFor(pod, { settings: settings({ enabled: false }), cluster });
     const clusterScoped = { ...pod, metadata: { name: "p" } };
     const noNamespace = contextFor(clusterScoped, { settings: settings(), cluster });
     const empty = { changes: [], violations: [], warnings: [] };
-    expect(await serviceAccountPolicy.check!(pod, target, off)).toEqual(empty);
+    // Switched off, the engine runs neither its fix nor its check: the pod is left as written.
+    const off = await review([serviceAccountPolicy], pod, {
+      settings: settings({ enabled: false }),
+      cluster,
+    });
+    expect([off.changes, off.violations, off.warnings, off.judgedBy]).toEqual([[], [], [], []]);
     expect(await serviceAccountPolicy.check!(clusterScoped, target, noNamespace)).toEqual(empty);
     expect(
       await serviceAccountPolicy.check!(

@@ -7,7 +7,7 @@ import {
   asObject,
   fieldsOf,
   forbidden,
-  isWindowsPod,
+  versionsExemptingWindowsPods,
   namesOf,
   securityContextOf,
   visitContainers,
@@ -40,8 +40,5 @@ function everyContainerSetsFalse(pod: PodTemplateRef): CheckResult {
 export const allowPrivilegeEscalation = podSecurityCheck({
   id: "allowPrivilegeEscalation",
   level: "restricted",
-  versions: [
-    { since: 8, check: everyContainerSetsFalse },
-    { since: 25, check: pod => (isWindowsPod(pod) ? ALLOWED : everyContainerSetsFalse(pod)) },
-  ],
+  versions: versionsExemptingWindowsPods(8, everyContainerSetsFalse),
 });

@@ -7,7 +7,7 @@ import {
   asObject,
   fieldsOf,
   forbidden,
-  isWindowsPod,
+  versionsExemptingWindowsPods,
   joinQuote,
   namesOf,
   securityContextOf,
@@ -56,8 +56,5 @@ export const capabilitiesRestricted = podSecurityCheck({
   id: "capabilities_restricted",
   level: "restricted",
   overrides: ["capabilities_baseline"],
-  versions: [
-    { since: 22, check: dropAllAddOnlyNetBind },
-    { since: 25, check: pod => (isWindowsPod(pod) ? ALLOWED : dropAllAddOnlyNetBind(pod)) },
-  ],
+  versions: versionsExemptingWindowsPods(22, dropAllAddOnlyNetBind),
 });

@@ -102,12 +102,43 @@ export function isWindowsPod(pod: PodTemplateRef): boolean {
   return asObject(specOf(pod).os)?.name === "windows";
 }
 
+/** From this policy version (1.N) PSA exempts pods declaring `spec.os.name: windows` from some checks. */
+const WINDOWS_EXEMPT_SINCE = 25;
+
+/** The versions of a check from policy 1.`since`, that from 1.25 on allows every Windows pod. */
+export function versionsExemptingWindowsPods(
+  since: number,
+  check: VersionedCheck["check"],
+): VersionedCheck[] {
+  return [
+    { since, check },
+    { since: WINDOWS_EXEMPT_SINCE, check: pod => (isWindowsPod(pod) ? ALLOWED : check(pod)) },
+  ];
+}
+
 /** From this policy version (1.N) PSA relaxes some checks for a pod in its own user namespace (KEP-127). */
 export const USER_NAMESPACE_RELAXED_SINCE = 35;
 
 /** `spec.hostUsers: false`: the pod runs in its own user namespace (PSA relaxes some checks from 1.35). */
 export function isUserNamespacePod(pod: PodTemplateRef): boolean {
   return specOf(pod).hostUsers === false;
+}
+
+/**
+ * The versions of a check from policy 1.`since`, that from 1.35 on allows every pod in its own user
+ * namespace.
+ */
+export function versionsExemptingUserNamespacePods(
+  since: number,
+  check: VersionedCheck["check"],
+): VersionedCheck[] {
+  return [
+    { since, check },
+    {
+      since: USER_NAMESPACE_RELAXED_SINCE,
+      check: pod => (isUserNamespacePod(pod) ? ALLOWED : check(pod)),
+    },
+  ];
 }
 
 export function pluralize(singular: string, plural: string, count: number): string {
@@ -137,21 +168,78 @@ export function forbidden(reason: string, detail: string, fix: string): CheckRes
   return { allowed: false, forbiddenReason: reason, forbiddenDetail: detail, fix };
 }
 
+/** What a check finds in a container: the offending value, and the field that holds it. */
+export interface ContainerFinding {
+  value: string;
+  field: string;
+}
+
+/**
+ * The containers in which `find` finds something, and all it found in container order: the values
+ * (for the detail) and their fields (for the fix).
+ */
+function findInContainers(
+  pod: PodTemplateRef,
+  find: (ref: ContainerRef) => ContainerFinding[],
+): { containers: ContainerRef[]; values: string[]; fields: string[] } {
+  const containers: ContainerRef[] = [];
+  const values: string[] = [];
+  const fields: string[] = [];
+  for (const ref of visitContainers(pod)) {
+    const found = find(ref);
+    if (!found.length) continue;
+    containers.push(ref);
+    for (const { value, field } of found) {
+      values.push(value);
+      fields.push(field);
+    }
+  }
+  return { containers, values, fields };
+}
+
+/**
+ * The check forbidding what `find` finds in any container: `containers "a", "b" use hostPorts 80,
+ * 443`, fixed by removing every field that holds one.
+ */
+export function forbidInContainers(o: {
+  reason: string;
+  find: (ref: ContainerRef) => ContainerFinding[];
+  /** What is found, singular and plural: ["hostPort", "hostPorts"]. */
+  noun: [string, string];
+  /** How the values (sorted, deduplicated) are listed. */
+  list: (values: string[]) => string;
+  /** Said after the fields to remove: "(expose the port with a Service instead)". */
+  fixNote: string;
+}): VersionedCheck["check"] {
+  return pod => {
+    const { containers, values, fields } = findInContainers(pod, o.find);
+    if (!containers.length) return ALLOWED;
+    const list = sortedUnique(values);
+    return forbidden(
+      o.reason,
+      `${namesOf(containers)} ${pluralize("uses", "use", containers.length)} ${pluralize(o.noun[0], o.noun[1], list.length)} ${o.list(list)}`,
+      `remove ${fields.join(", ")} ${o.fixNote}`,
+    );
+  };
+}
+
 /** Sorted, deduplicated (PSA's sets.NewString().List()). */
 export function sortedUnique(items: Iterable<string>): string[] {
   return [...new Set(items)].sort();
 }
 
 /**
- * PSA's "pod and containers "a", "b"": who set a forbidden value (the pod, containers or both) and
- * the fields to change; undefined when nobody did.
+ * PSA's "pod and containers "a", "b"": who set a forbidden value in their securityContext (the pod,
+ * containers or both) and the fields to change; undefined when nobody did. `isBad` is asked of the
+ * pod's securityContext first, then of each container's.
  */
 export function badSetters(
   pod: PodTemplateRef,
-  podIsBad: boolean,
-  containers: ContainerRef[],
+  isBad: (securityContext: Obj | undefined) => boolean,
   field: string,
 ): { who: string; fields: string } | undefined {
+  const podIsBad = isBad(podSecurityContext(pod));
+  const containers = visitContainers(pod).filter(c => isBad(securityContextOf(c)));
   const who: string[] = [];
   const fields: string[] = [];
   if (podIsBad) {

@@ -1,15 +1,21 @@
 // Baseline: host ports are forbidden (PSA hostPorts, 1.0): ports[*].hostPort must be unset or 0.
 import {
-  ALLOWED,
   asArray,
   asObject,
-  forbidden,
-  namesOf,
-  pluralize,
-  sortedUnique,
-  visitContainers,
+  forbidInContainers,
   podSecurityCheck,
+  type ContainerFinding,
 } from "./helpers";
+import type { ContainerRef } from "../../../lib/pod";
+
+/** The host ports a container asks for (unset and 0 ask for none). */
+function hostPortsOf(c: ContainerRef): ContainerFinding[] {
+  return asArray((c.container as unknown as Record<string, unknown>).ports).flatMap((p, i) => {
+    const hostPort = asObject(p)?.hostPort;
+    if (hostPort === undefined || hostPort === null || hostPort === 0) return [];
+    return [{ value: String(hostPort), field: `${c.path}.ports[${i}].hostPort` }];
+  });
+}
 
 export const hostPorts = podSecurityCheck({
   id: "hostPorts",
@@ -17,28 +23,13 @@ export const hostPorts = podSecurityCheck({
   versions: [
     {
       since: 0,
-      check(pod) {
-        const ports: string[] = [];
-        const fields: string[] = [];
-        const bad = visitContainers(pod).filter(c => {
-          let found = false;
-          asArray((c.container as unknown as Record<string, unknown>).ports).forEach((p, i) => {
-            const hostPort = asObject(p)?.hostPort;
-            if (hostPort === undefined || hostPort === null || hostPort === 0) return;
-            found = true;
-            ports.push(String(hostPort));
-            fields.push(`${c.path}.ports[${i}].hostPort`);
-          });
-          return found;
-        });
-        if (!bad.length) return ALLOWED;
-        const list = sortedUnique(ports);
-        return forbidden(
-          "hostPort",
-          `${namesOf(bad)} ${pluralize("uses", "use", bad.length)} ${pluralize("hostPort", "hostPorts", list.length)} ${list.join(", ")}`,
-          `remove ${fields.join(", ")} (expose the port with a Service instead)`,
-        );
-      },
+      check: forbidInContainers({
+        reason: "hostPort",
+        find: hostPortsOf,
+        noun: ["hostPort", "hostPorts"],
+        list: ports => ports.join(", "),
+        fixNote: "(expose the port with a Service instead)",
+      }),
     },
   ],
 });

@@ -6,7 +6,7 @@ import {
   asString,
   fieldsOf,
   forbidden,
-  isUserNamespacePod,
+  versionsExemptingUserNamespacePods,
   joinQuote,
   namesOf,
   securityContextOf,
@@ -37,13 +37,7 @@ function defaultProcMountOnly(pod: PodTemplateRef): CheckResult {
 export const procMountBaseline = podSecurityCheck({
   id: "procMount_baseline",
   level: "baseline",
-  versions: [
-    { since: 0, check: defaultProcMountOnly },
-    {
-      since: USER_NAMESPACE_RELAXED_SINCE,
-      check: pod => (isUserNamespacePod(pod) ? ALLOWED : defaultProcMountOnly(pod)),
-    },
-  ],
+  versions: versionsExemptingUserNamespacePods(0, defaultProcMountOnly),
 });
 
 export const procMountRestricted = podSecurityCheck({

@@ -5,14 +5,13 @@ import {
   ALLOWED,
   badSetters,
   forbidden,
-  isUserNamespacePod,
+  versionsExemptingUserNamespacePods,
   namesOf,
   podField,
   podSecurityContext,
   securityContextOf,
   visitContainers,
   podSecurityCheck,
-  USER_NAMESPACE_RELAXED_SINCE,
   type CheckResult,
 } from "./helpers";
 import type { PodTemplateRef } from "../../../lib/pod";
@@ -22,8 +21,7 @@ function nonRootRequired(pod: PodTemplateRef): CheckResult {
   const containers = visitContainers(pod);
   const explicitlyBad = badSetters(
     pod,
-    podValue === false,
-    containers.filter(c => securityContextOf(c)?.runAsNonRoot === false),
+    sc => sc?.runAsNonRoot === false,
     "securityContext.runAsNonRoot",
   );
   if (explicitlyBad) {
@@ -51,11 +49,5 @@ function nonRootRequired(pod: PodTemplateRef): CheckResult {
 export const runAsNonRoot = podSecurityCheck({
   id: "runAsNonRoot",
   level: "restricted",
-  versions: [
-    { since: 0, check: nonRootRequired },
-    {
-      since: USER_NAMESPACE_RELAXED_SINCE,
-      check: pod => (isUserNamespacePod(pod) ? ALLOWED : nonRootRequired(pod)),
-    },
-  ],
+  versions: versionsExemptingUserNamespacePods(0, nonRootRequired),
 });

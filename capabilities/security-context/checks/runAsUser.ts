@@ -4,23 +4,14 @@ import {
   ALLOWED,
   badSetters,
   forbidden,
-  isUserNamespacePod,
-  podSecurityContext,
-  securityContextOf,
-  visitContainers,
+  versionsExemptingUserNamespacePods,
   podSecurityCheck,
-  USER_NAMESPACE_RELAXED_SINCE,
   type CheckResult,
 } from "./helpers";
 import type { PodTemplateRef } from "../../../lib/pod";
 
 function noRootUid(pod: PodTemplateRef): CheckResult {
-  const bad = badSetters(
-    pod,
-    podSecurityContext(pod)?.runAsUser === 0,
-    visitContainers(pod).filter(c => securityContextOf(c)?.runAsUser === 0),
-    "securityContext.runAsUser",
-  );
+  const bad = badSetters(pod, sc => sc?.runAsUser === 0, "securityContext.runAsUser");
   if (!bad) return ALLOWED;
   return forbidden(
     "runAsUser=0",
@@ -32,11 +23,5 @@ function noRootUid(pod: PodTemplateRef): CheckResult {
 export const runAsUser = podSecurityCheck({
   id: "runAsUser",
   level: "restricted",
-  versions: [
-    { since: 23, check: noRootUid },
-    {
-      since: USER_NAMESPACE_RELAXED_SINCE,
-      check: pod => (isUserNamespacePod(pod) ? ALLOWED : noRootUid(pod)),
-    },
-  ],
+  versions: versionsExemptingUserNamespacePods(23, noRootUid),
 });

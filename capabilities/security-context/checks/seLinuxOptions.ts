@@ -8,10 +8,7 @@ import {
   forbidden,
   joinQuote,
   pluralize,
-  podSecurityContext,
-  securityContextOf,
   sortedUnique,
-  visitContainers,
   type Obj,
   podSecurityCheck,
   type CheckResult,
@@ -43,14 +40,12 @@ function allowedTypesOnly(pod: PodTemplateRef, allowedTypes: ReadonlySet<string>
     }
     return ok;
   };
-  const podOpts = asObject(podSecurityContext(pod)?.seLinuxOptions);
   const bad = badSetters(
     pod,
-    podOpts !== undefined && !valid(podOpts),
-    visitContainers(pod).filter(c => {
-      const opts = asObject(securityContextOf(c)?.seLinuxOptions);
+    sc => {
+      const opts = asObject(sc?.seLinuxOptions);
       return opts ? !valid(opts) : false;
-    }),
+    },
     "securityContext.seLinuxOptions",
   );
   if (!bad) return ALLOWED;

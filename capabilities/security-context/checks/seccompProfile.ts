@@ -8,7 +8,7 @@ import {
   asString,
   fieldsOf,
   forbidden,
-  isWindowsPod,
+  versionsExemptingWindowsPods,
   joinQuote,
   namesOf,
   podField,
@@ -126,9 +126,6 @@ export const seccompProfileRestricted = podSecurityCheck({
   id: "seccompProfile_restricted",
   level: "restricted",
   overrides: ["seccompProfile_baseline"],
-  versions: [
-    { since: 19, check: profileRequired },
-    // The API forbids seccompProfile on Windows pods, so PSA admits them without it.
-    { since: 25, check: pod => (isWindowsPod(pod) ? ALLOWED : profileRequired(pod)) },
-  ],
+  // The API forbids seccompProfile on Windows pods, so PSA admits them without it.
+  versions: versionsExemptingWindowsPods(19, profileRequired),
 });

@@ -1,15 +1,5 @@
 // Baseline: Windows HostProcess containers are forbidden (PSA windowsHostProcess, 1.0).
-import {
-  ALLOWED,
-  asObject,
-  badSetters,
-  forbidden,
-  podSecurityContext,
-  securityContextOf,
-  visitContainers,
-  type Obj,
-  podSecurityCheck,
-} from "./helpers";
+import { ALLOWED, asObject, badSetters, forbidden, type Obj, podSecurityCheck } from "./helpers";
 
 const hostProcess = (sc: Obj | undefined) => asObject(sc?.windowsOptions)?.hostProcess === true;
 
@@ -20,12 +10,7 @@ export const windowsHostProcess = podSecurityCheck({
     {
       since: 0,
       check(pod) {
-        const bad = badSetters(
-          pod,
-          hostProcess(podSecurityContext(pod)),
-          visitContainers(pod).filter(c => hostProcess(securityContextOf(c))),
-          "securityContext.windowsOptions.hostProcess",
-        );
+        const bad = badSetters(pod, hostProcess, "securityContext.windowsOptions.hostProcess");
         if (!bad) return ALLOWED;
         return forbidden(
           "hostProcess",
