@@ -264,7 +264,7 @@ function parsedExemption(obj: KubeObject): Exemption | null {
 
 /**
  * Whether the Exemptions namespace is the install's own: labelled OWNED_BY_LABEL with the module's
- * uuid (scripts/namespace-guards.mjs writes it). Unknown (not in the cache): not owned.
+ * uuid (the build overlay, scripts/overlay/entries.ts writes it). Unknown (not in the cache): not owned.
  */
 export function exemptionsNamespaceOwned(
   namespace: NamespaceInfo | undefined,

@@ -31,7 +31,7 @@ interface DrainResponse {
   end(body?: string): void;
 }
 
-/** The path the admission pods' preStop hook calls (scripts/admission-availability.mjs). */
+/** The path the admission pods' preStop hook calls (the build overlay, scripts/overlay/entries.ts). */
 export const DRAIN_PATH = "/admission-guard/drain";
 /** How long a draining pod keeps answering, telling each client to close its connection. */
 export const DRAIN_MS = 5000;

@@ -1,7 +1,7 @@
 // Registry credentials for reading image configs: the docker config Secrets an admin names in
 // images.credentialsSecrets, in the module's own namespace (as Kyverno's imageRegistryCredentials).
 // A workload's own imagePullSecrets are not read: that would need `get secrets` in every
-// namespace. The build grants `get` on exactly those Secrets (scripts/image-credentials-rbac.mjs).
+// namespace. The build grants `get` on exactly those Secrets (the build overlay, scripts/overlay/entries.ts).
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
 // Every metric of the module, in one place: what docs/operations.md explains, the PrometheusRule
-// alerts on and the dashboard draws (scripts/monitoring.mjs checks both against METRIC_NAMES).
+// alerts on and the dashboard draws (scripts/overlay/monitoring.ts checks both against METRIC_NAMES).
 // Prometheus' idiom: counters end in _total, durations are seconds in histograms, and every label
 // has a bounded set of values (BoundedLabel for those a request supplies). No namespace, pod or
 // image name is ever a label: a tenant could otherwise grow the series without end.

@@ -48,11 +48,11 @@ test("the deploy manifest is accepted by a server-side dry run on a clean contro
     "rolebinding.rbac.authorization.k8s.io/pepr-",
     "deployment.apps/pepr-",
     "service/pepr-",
-    // scripts/admission-availability.mjs: never both admission replicas down by a drain
+    // scripts/overlay/entries.ts admission-disruption-budget: never both admission replicas down by a drain
     "poddisruptionbudget.policy/pepr-",
     "mutatingwebhookconfiguration.admissionregistration.k8s.io/pepr-",
     "validatingwebhookconfiguration.admissionregistration.k8s.io/pepr-",
-    // scripts/webhook-arming-guard.mjs: the module may change only its webhooks' failurePolicy
+    // scripts/overlay/entries.ts webhook-arming-guard: the module may change only its webhooks' failurePolicy
     "validatingadmissionpolicy.admissionregistration.k8s.io/pepr-",
     "validatingadmissionpolicybinding.admissionregistration.k8s.io/pepr-",
   ];

@@ -56,7 +56,7 @@ const kubectlApply = (obj: KubeObject) => kubectl(cluster, ["apply", "-f", "-"],
 const OWNED_BY = "admission-guard.dev/owned-by";
 
 beforeAll(async () => {
-  // The Exemptions namespace is not made here: the install creates it (scripts/namespace-guards.mjs).
+  // The Exemptions namespace is not made here: the install creates it (scripts/overlay/entries.ts).
   await applyObjects(cluster, [namespace(GPU), namespace(TEAM)]);
   // Node fit is judged against Node objects: one that can run these pods.
   await addNode(cluster, {

@@ -1,6 +1,6 @@
 // What `npm run build` leaves in dist/ for a cluster: the mutating webhook asks to be called again
 // when a later webhook (a sidecar injector) changes the pod — in the manifest and in the Helm chart
-// — and the step that sets it fails loudly when it cannot find what to change.
+// — and the build overlay (scripts/build-overlay.ts) fails loudly when it cannot find what to change.
 import { execFile } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,11 +15,17 @@ const exec = promisify(execFile);
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
 const chartTemplate = (dist: string) =>
   join(dist, `${pkg.pepr.uuid}-chart`, "templates", "mutation-webhook.yaml");
-const SCRIPT = join(REPO_ROOT, "scripts", "webhook-reinvocation.mjs");
+const OVERLAY = join(REPO_ROOT, "scripts", "build-overlay.ts");
+/** The build overlay on a directory laid out as dist/, with these settings in its environment. */
+const runOverlay = (dist: string, env: Record<string, string> = {}) =>
+  exec(process.execPath, ["--import", "tsx", OVERLAY, dist], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+  });
 
 async function runStep(dist: string): Promise<{ code: number; stderr: string }> {
   try {
-    await exec(process.execPath, [SCRIPT, dist]);
+    await runOverlay(dist);
     return { code: 0, stderr: "" };
   } catch (e) {
     const err = e as { code: number; stderr: string };
@@ -27,7 +33,7 @@ async function runStep(dist: string): Promise<{ code: number; stderr: string }> 
   }
 }
 
-/** A copy of the two files the step changes, in a directory laid out as dist/. */
+/** A copy of the manifest and the chart, the overlay's input, in a directory laid out as dist/. */
 function distCopy(): string {
   const dir = mkdtempSync(join(tmpdir(), "admission-guard-dist-"));
   cpSync(moduleYamlPath(), join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`));
@@ -97,7 +103,7 @@ describe("deploy artifacts", () => {
       const result = await runStep(dir);
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(
-        /mutation-webhook\.yaml: found 0 webhook\(s\) but 0 sideEffects line/,
+        /webhook-reinvocation: .*mutation-webhook\.yaml: expected the line " {4}sideEffects: None" 1 time\(s\), found 0/,
       );
       rmSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`));
       expect((await runStep(dir)).stderr).toMatch(/pepr-module-.*\.yaml is missing/);
@@ -105,14 +111,61 @@ describe("deploy artifacts", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it("writes nothing when an entry fails: dist/ stays as pepr build left it", async () => {
+    const dir = distCopy();
+    try {
+      const manifest = join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`);
+      const deployment = join(
+        dir,
+        `${pkg.pepr.uuid}-chart`,
+        "templates",
+        "admission-deployment.yaml",
+      );
+      // admission-drain, after webhook-reinvocation and others, finds no anchor for its hook.
+      writeFileSync(
+        deployment,
+        readFileSync(deployment, "utf8").replace("          ports:", "  ports:"),
+      );
+      const before = [manifest, chartTemplate(dir), deployment].map(f => readFileSync(f, "utf8"));
+      const result = await runStep(dir);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(
+        /admission-drain: .*admission-deployment\.yaml: expected the line/,
+      );
+      expect([manifest, chartTemplate(dir), deployment].map(f => readFileSync(f, "utf8"))).toEqual(
+        before,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fails, naming it, when Pepr's manifest is not what an entry relies on (the ServiceAccount its RBAC names)", async () => {
+    const dir = distCopy();
+    try {
+      const manifest = join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`);
+      const name = `pepr-${pkg.pepr.uuid}`;
+      writeFileSync(
+        manifest,
+        readFileSync(manifest, "utf8").replaceAll(
+          `serviceAccountName: ${name}\n`,
+          `serviceAccountName: ${name}-renamed\n`,
+        ),
+      );
+      const result = await runStep(dir);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `image-credentials-rbac: Deployment ${name}: spec.template.spec.serviceAccountName is "${name}-renamed", expected "${name}"`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("image credentials RBAC (images.credentialsSecrets)", () => {
-  const CREDENTIALS_SCRIPT = join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs");
   const run = (dist: string, secrets: string) =>
-    exec(process.execPath, [CREDENTIALS_SCRIPT, dist], {
-      env: { ...process.env, ADMISSION_GUARD_IMAGES_CREDENTIALS_SECRETS: secrets },
-    });
+    runOverlay(dist, { ADMISSION_GUARD_IMAGES_CREDENTIALS_SECRETS: secrets });
   const rbacOf = (dist: string) =>
     parseAllDocuments(readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"))
       .map(d => d.toJS() as KubeObject)
@@ -159,9 +212,7 @@ describe("image credentials RBAC (images.credentialsSecrets)", () => {
   it("images.workloadPullSecrets (opt-in) adds get on Secrets in every namespace, named as such; off, it goes", async () => {
     const dist = distCopy();
     try {
-      await exec(process.execPath, [CREDENTIALS_SCRIPT, dist], {
-        env: { ...process.env, ADMISSION_GUARD_IMAGES_WORKLOAD_PULL_SECRETS: "true" },
-      });
+      await runOverlay(dist, { ADMISSION_GUARD_IMAGES_WORKLOAD_PULL_SECRETS: "true" });
       const docs = parseAllDocuments(
         readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
       ).map(d => d.toJS() as KubeObject);
@@ -220,13 +271,8 @@ describe("the watcher's memory (npm run bench:scale -- --memory-limit 512: 285 M
   });
 });
 
-describe("issue 26: the install's doors (scripts/admission-availability.mjs, scripts/namespace-guards.mjs)", () => {
-  const GUARDS = join(REPO_ROOT, "scripts", "namespace-guards.mjs");
-  const runGuards = (dist: string, env: Record<string, string> = {}) =>
-    exec(process.execPath, ["--import", "tsx", GUARDS, dist], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, ...env },
-    });
+describe("issue 26: the install's doors (scripts/overlay/entries.ts: admission-drain, exemptions-namespace, ignored-namespaces, namespace-keys-policy)", () => {
+  const runGuards = runOverlay;
   const docsOf = (dist: string) =>
     parseAllDocuments(readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8")).map(
       d => d.toJS() as KubeObject,

@@ -14,7 +14,7 @@ const DAY = 24 * 60 * 60 * 1000;
 const EXEMPTIONS_NS = "admission-guard-exemptions";
 
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
-/** The install's label on the namespace it created (scripts/namespace-guards.mjs). */
+/** The install's label on the namespace it created (scripts/overlay/entries.ts). */
 const OWNED = { "admission-guard.dev/owned-by": String(pkg.pepr.uuid) };
 
 const namespace = (name: string, labels: Record<string, string> = {}): KubeObject => ({

@@ -1,8 +1,8 @@
 // The alerts the build ships (deploy/monitoring/alerts.yaml → dist/admission-guard-alerts.yaml,
-// scripts/monitoring.mjs) through promtool, Prometheus' own checker: the rule file is valid, and the
-// unit tests of deploy/monitoring/alerts.test.yaml pass against the built file (the placeholders as
-// the build fills them), with a firing and a quiet case for every alert. promtool comes with
-// Debian's `prometheus` package (PROMTOOL_BIN overrides). Run `npm run build` first.
+// scripts/overlay/monitoring.ts) through promtool, Prometheus' own checker: the rule file is valid,
+// and the unit tests of deploy/monitoring/alerts.test.yaml pass against the built file (the
+// placeholders as the build fills them), with a firing and a quiet case for every alert. promtool
+// comes with Debian's `prometheus` package (PROMTOOL_BIN overrides). Run `npm run build` first.
 import { spawnSync } from "node:child_process";
 import {
   copyFileSync,

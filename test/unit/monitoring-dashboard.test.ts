@@ -1,4 +1,4 @@
-// The alerts and the Grafana dashboard `npm run build` ships (scripts/monitoring.mjs): they query
+// The alerts and the Grafana dashboard `npm run build` ships (scripts/overlay/monitoring.ts): they query
 // only metrics the module exports (lib/metrics/index.ts), the dashboard draws every one of them and
 // every panel an alert points at, each panel reads the ${datasource} variable, and the Helm chart
 // has them opt-in with templates Helm renders literally (Prometheus' and Grafana's own {{ }}).
@@ -16,7 +16,7 @@ const UUID: string = pkg.pepr.uuid;
 const DIST = join(REPO_ROOT, "dist");
 const CHART = join(DIST, `${UUID}-chart`);
 const SOURCES = join(REPO_ROOT, "deploy", "monitoring");
-const SCRIPT = join(REPO_ROOT, "scripts", "monitoring.mjs");
+const SCRIPT = join(REPO_ROOT, "scripts", "build-overlay.ts");
 
 interface Target {
   refId: string;
@@ -329,11 +329,14 @@ describe("the Helm chart", () => {
   });
 });
 
-describe("scripts/monitoring.mjs", () => {
+describe("the build overlay's monitoring entry (scripts/overlay/monitoring.ts)", () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "admission-guard-monitoring-"));
+    // The overlay's input: the manifest and the chart, as `pepr build` and the overlay left them.
     cpSync(CHART, join(dir, "dist", `${UUID}-chart`), { recursive: true });
+    const manifest = `pepr-module-${UUID}.yaml`;
+    cpSync(join(DIST, manifest), join(dir, "dist", manifest));
     cpSync(SOURCES, join(dir, "sources"), { recursive: true });
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));

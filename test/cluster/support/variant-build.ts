@@ -1,7 +1,8 @@
 // The module built with other settings in package.json pepr.env, as a user who sets them builds it:
 // `pepr build` with the build's environment carrying them (pepr.ts reads them at build time), into
-// .e2e/<name> (inside the repo, so the bundle finds node_modules), then the post-build steps of
-// `npm run build`. Used for settings that change the webhook rules (workloads.mutate).
+// .e2e/<name> (inside the repo, so the bundle finds node_modules), then the build overlay of
+// `npm run build` (scripts/build-overlay.ts). Used for settings that change the webhook rules
+// (workloads.mutate).
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -35,12 +36,7 @@ export async function buildVariant(name: string, env: Record<string, string>): P
   // pepr build exits 0 even when it fails to write the bundle.
   if (!existsSync(join(dir, `pepr-${pkg.pepr.uuid}.js`)))
     throw new Error(`pepr build wrote no bundle in ${dir}:\n${output.slice(-4000)}`);
-  await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-reinvocation.mjs"), dir], {});
-  await run(process.execPath, [join(REPO_ROOT, "scripts", "image-credentials-rbac.mjs"), dir], env);
-  await run(process.execPath, [join(REPO_ROOT, "scripts", "watcher-memory.mjs"), dir], env);
-  await run(process.execPath, [join(REPO_ROOT, "scripts", "admission-availability.mjs"), dir], env);
-  await run(process.execPath, [join(REPO_ROOT, "scripts", "webhook-arming-guard.mjs"), dir], env);
-  const guards = join(REPO_ROOT, "scripts", "namespace-guards.mjs");
-  await run(process.execPath, ["--import", "tsx", guards, dir], env);
+  const overlay = join(REPO_ROOT, "scripts", "build-overlay.ts");
+  await run(process.execPath, ["--import", "tsx", overlay, dir], env);
   return dir;
 }

@@ -1,0 +1,459 @@
+// The build overlay: what admission-guard adds to what `pepr build` writes, as data. Each entry
+// names what it adds or changes in dist/pepr-module-<uuid>.yaml (what `kubectl apply -f` installs)
+// and in the Helm chart, so both install the same. scripts/build-overlay.ts applies them
+// (scripts/overlay/apply.ts says how); names and numbers come from the module's code (lib/).
+// `npx pepr deploy` writes Pepr's own objects from package.json, and none of these.
+import {
+  type Settings,
+  NS_KEY_PREFIX,
+  OWNED_BY_LABEL,
+  SYSTEM_NAMESPACES,
+} from "../../lib/settings";
+import { DRAIN_PATH } from "../../lib/webhook-body-limit";
+import { stringify } from "yaml";
+import { type KubeObject, type ListUpdate, type OverlayEntry, helmObjects } from "./apply";
+import { monitoring } from "./monitoring";
+
+/** package.json `pepr`, as far as the overlay reads it. */
+export interface PeprConfig {
+  uuid: string;
+  webhookTimeout?: number;
+  alwaysIgnore?: { namespaces?: string[] };
+  admission?: { alwaysIgnore?: { namespaces?: string[] } };
+  env?: Record<string, string>;
+}
+
+export interface OverlayContext {
+  pepr: PeprConfig;
+  /** The module's settings as the deployed controller reads them (lib/settings). */
+  settings: Settings;
+  /** Whether the module has a watcher (lib/settings backgroundBindingsWanted). */
+  watcher: boolean;
+  /** deploy/monitoring/, where the alerts and the dashboard come from. */
+  monitoringSources: URL;
+}
+
+/** Where Pepr installs the module. */
+const NAMESPACE = "pepr-system";
+/** Measured by `npm run bench:scale -- --memory-limit 512`: at 100,000 pods the watcher settles at
+ * 285 MiB (peak 357 MiB with churn); Pepr's 512Mi limit holds, the request is what it settles at. */
+export const WATCHER_MEMORY = { request: "384Mi", limit: "512Mi" };
+/** Covers the drain (lib/webhook-body-limit DRAIN_MS) and the hook's own 10 s timeout. */
+const GRACE_SECONDS = 15;
+/** Who may set the module's namespace keys unless the chart's values say otherwise. */
+const ADMIN_GROUPS = ["system:masters"];
+
+/**
+ * The preStop drain, run by the image's node inside the container: the server honours the drain
+ * from a loopback peer only. It waits for the answer (the drain's 5 s) and fails the hook visibly
+ * (a FailedPreStopHook Event) on an error or after 10 s. The certificate is the module's own, for
+ * its Service name, so it is not verified on 127.0.0.1.
+ */
+const DRAIN_SCRIPT = [
+  `const r=require("https").get({host:"127.0.0.1",port:3000,path:"${DRAIN_PATH}",rejectUnauthorized:false},`,
+  `s=>{s.resume();s.on("end",()=>process.exit(s.statusCode===200?0:1))});`,
+  `r.on("error",()=>process.exit(1));setTimeout(()=>process.exit(1),10000).unref()`,
+].join("");
+const PRE_STOP = { exec: { command: ["node", "-e", DRAIN_SCRIPT] } };
+
+export function overlay(ctx: OverlayContext): OverlayEntry[] {
+  const { pepr, settings } = ctx;
+  const NAME = `pepr-${pepr.uuid}`;
+  const admission = { kind: "Deployment", name: NAME };
+  const webhookConfigurations = {
+    kind: ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"],
+    name: NAME,
+  };
+  /** The RBAC and the policies name the admission pods' ServiceAccount. */
+  const serviceAccount = {
+    select: admission,
+    path: ["spec", "template", "spec", "serviceAccountName"],
+    equals: NAME,
+  };
+  const ignored: ListUpdate = {
+    // The system namespaces and Pepr's alwaysIgnore ones stay; settings ignoredNamespaces follow.
+    keep: [
+      ...SYSTEM_NAMESPACES,
+      ...(pepr.alwaysIgnore?.namespaces ?? []),
+      ...(pepr.admission?.alwaysIgnore?.namespaces ?? []),
+    ],
+    add: settings.ignoredNamespaces,
+  };
+  const credentials = credentialsRbac(NAME, settings);
+  const exemptionsNamespace = settings.exemptions.enabled
+    ? [
+        {
+          apiVersion: "v1",
+          kind: "Namespace",
+          metadata: {
+            name: settings.exemptions.namespace,
+            labels: {
+              "app.kubernetes.io/managed-by": "admission-guard",
+              [OWNED_BY_LABEL]: pepr.uuid,
+            },
+          },
+        },
+      ]
+    : [];
+  const watcherMemory = (path: string[], value: string) => ({
+    select: { kind: "Deployment", name: `${NAME}-watcher` },
+    path: ["spec", "template", "spec", "containers", "*", "resources", ...path],
+    set: value,
+  });
+  const budget = {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name: NAME, namespace: NAMESPACE },
+    spec: {
+      minAvailable: 1,
+      selector: { matchLabels: { app: NAME, "pepr.dev/controller": "admission" } },
+    },
+  };
+  const armingOnly = armingGuard(NAME);
+  const namespaceKeys = namespaceKeysPolicy(NAME);
+
+  return [
+    {
+      name: "webhook-reinvocation",
+      why: "a later mutating webhook (a sidecar injector: Istio, Linkerd, Vault) calls ours again, so its containers get the same fixes; Pepr writes no reinvocationPolicy (Never)",
+      summary: "reinvocationPolicy IfNeeded on the mutating webhooks",
+      patches: [
+        {
+          select: { kind: "MutatingWebhookConfiguration", name: NAME },
+          path: ["webhooks", "*", "reinvocationPolicy"],
+          set: "IfNeeded",
+        },
+      ],
+      // Pepr 1.1.4 writes one mutating webhook, one kind of action.
+      inserts: [
+        {
+          template: "mutation-webhook.yaml",
+          before: "    sideEffects: None",
+          lines: ["    reinvocationPolicy: IfNeeded"],
+          count: 1,
+        },
+      ],
+    },
+    {
+      name: "image-credentials-rbac",
+      why: "the module reads the docker config Secrets named by images.credentialsSecrets, exactly those, and pods' own pull secrets only with images.workloadPullSecrets",
+      summary: credentials.length
+        ? `get on Secrets: ${credentials.map(o => `${o.kind} ${o.metadata.name}`).join(", ")}`
+        : "no Secret access granted (images.credentialsSecrets empty, images.workloadPullSecrets off)",
+      relies: [serviceAccount],
+      objects: {
+        add: credentials,
+        owns: ["Role", "RoleBinding"]
+          .map(kind => ({ kind, name: `${NAME}-image-credentials` }))
+          .concat(
+            ["ClusterRole", "ClusterRoleBinding"].map(kind => ({
+              kind,
+              name: `${NAME}-workload-pull-secrets`,
+            })),
+          ),
+        template: "image-credentials-role.yaml",
+      },
+    },
+    {
+      name: "watcher-memory",
+      why: "the watcher caches what the reports need of every Pod and workload: request what it settles at (docs/bench.md), Pepr's limit holds",
+      summary: ctx.watcher
+        ? `watcher request ${WATCHER_MEMORY.request}, limit ${WATCHER_MEMORY.limit}`
+        : "no watcher in this build (reports and events off)",
+      patches: ctx.watcher
+        ? [
+            watcherMemory(["requests", "memory"], WATCHER_MEMORY.request),
+            watcherMemory(["limits", "memory"], WATCHER_MEMORY.limit),
+          ]
+        : [],
+      values: ctx.watcher
+        ? [
+            { path: ["watcher", "resources", "requests", "memory"], set: WATCHER_MEMORY.request },
+            { path: ["watcher", "resources", "limits", "memory"], set: WATCHER_MEMORY.limit },
+          ]
+        : [],
+    },
+    {
+      name: "admission-drain",
+      why: "an admission pod stops taking requests before Pepr closes its server, so no request fails on a kept-alive connection (measured on the node tier: 1 in ~550 during a rollout)",
+      summary: `preStop drain (exec, loopback only), terminationGracePeriodSeconds ${GRACE_SECONDS}`,
+      patches: [
+        {
+          select: admission,
+          path: ["spec", "template", "spec", "terminationGracePeriodSeconds"],
+          set: GRACE_SECONDS,
+        },
+        {
+          select: admission,
+          path: [
+            "spec",
+            "template",
+            "spec",
+            "containers",
+            { name: "server" },
+            "lifecycle",
+            "preStop",
+          ],
+          set: PRE_STOP,
+        },
+      ],
+      values: [{ path: ["admission", "terminationGracePeriodSeconds"], set: GRACE_SECONDS }],
+      inserts: [
+        {
+          template: "admission-deployment.yaml",
+          before: "          ports:",
+          // The manifest's hook, at the container's indentation; quoted, each string stays a line.
+          lines: stringify(
+            { lifecycle: { preStop: PRE_STOP } },
+            { defaultStringType: "QUOTE_DOUBLE", defaultKeyType: "PLAIN", lineWidth: 0 },
+          )
+            .trimEnd()
+            .split("\n")
+            .map(line => `          ${line}`),
+          count: 1,
+        },
+      ],
+    },
+    {
+      name: "admission-disruption-budget",
+      why: "a node drain never takes both admission replicas at once",
+      summary: "PodDisruptionBudget minAvailable 1",
+      relies: [
+        {
+          select: admission,
+          path: ["spec", "template", "metadata", "labels", "app"],
+          equals: NAME,
+        },
+        {
+          select: admission,
+          path: ["spec", "template", "metadata", "labels", "pepr.dev/controller"],
+          equals: "admission",
+        },
+      ],
+      objects: {
+        add: [budget],
+        owns: [{ kind: "PodDisruptionBudget", name: NAME }],
+        template: "admission-pdb.yaml",
+        helmIf: ".Values.admission.enabled",
+      },
+    },
+    {
+      name: "webhook-arming-guard",
+      why: "the controller may patch its webhook configurations to arm them (lib/webhooks); this ValidatingAdmissionPolicy lets it change nothing in them but failurePolicy",
+      summary: `ValidatingAdmissionPolicy ${armingOnly[0].metadata.name}`,
+      relies: [serviceAccount, { select: webhookConfigurations }],
+      objects: {
+        add: armingOnly,
+        owns: armingOnly.map(o => ({ kind: o.kind, name: o.metadata.name })),
+        template: "arming-guard.yaml",
+        helmIf: ".Values.admission.enabled",
+      },
+    },
+    // Helm refuses to adopt a namespace it did not create; `kubectl apply` says `configured` then.
+    {
+      name: "exemptions-namespace",
+      why: "Exemptions count only in a namespace labelled as the install's own (lib/exemptions.ts), so the install creates it; one a tenant made first grants nothing",
+      summary: exemptionsNamespace.length
+        ? `namespace ${settings.exemptions.namespace} owned by the install`
+        : "no Exemptions namespace (exemptions off)",
+      objects: {
+        add: exemptionsNamespace,
+        owns: [{ kind: "Namespace", labels: { [OWNED_BY_LABEL]: pepr.uuid } }],
+        template: "exemptions-namespace.yaml",
+      },
+    },
+    {
+      name: "ignored-namespaces",
+      why: "the API server never sends objects of settings ignoredNamespaces, so a CNI, CSI or GPU-operator namespace keeps working while the controller is down",
+      summary: `ignored namespaces [${settings.ignoredNamespaces.join(", ")}] in the webhooks' namespaceSelector`,
+      patches: [
+        {
+          select: webhookConfigurations,
+          path: [
+            "webhooks",
+            "*",
+            "namespaceSelector",
+            "matchExpressions",
+            { key: "kubernetes.io/metadata.name", operator: "NotIn" },
+            "values",
+          ],
+          list: ignored,
+        },
+      ],
+      values: [{ path: ["additionalIgnoredNamespaces"], list: ignored }],
+    },
+    {
+      name: "namespace-keys-policy",
+      why: `opt-in: only admins may set, change or remove ${NS_KEY_PREFIX}* namespace labels and annotations, the module's per-namespace choices and its ownership label`,
+      summary: `opt-in ValidatingAdmissionPolicy ${namespaceKeys.name} (dist/admission-guard-namespace-keys-vap.yaml, chart namespaceKeysPolicy.enabled)`,
+      files: {
+        "admission-guard-namespace-keys-vap.yaml": `# Opt-in (kubectl apply -f): only the admins below may set admission-guard.dev/* namespace labels
+# and annotations. Edit the lists to your cluster's admin groups and users before applying.
+${helmObjects(namespaceKeys.objects(notAnAdmin("[]", JSON.stringify(ADMIN_GROUPS))))}`,
+      },
+      newValues: [
+        {
+          key: "namespaceKeysPolicy",
+          defaults: { enabled: false, adminGroups: ADMIN_GROUPS, adminUsers: [] },
+          schema: {
+            type: "object",
+            additionalProperties: false,
+            properties: { enabled: { type: "boolean" }, adminGroups: strings, adminUsers: strings },
+            required: ["enabled"],
+          },
+        },
+      ],
+      templates: {
+        "namespace-keys-policy.yaml": helmObjects(
+          namespaceKeys.objects("CONDITION"),
+          ".Values.namespaceKeysPolicy.enabled",
+        ).replace(
+          "expression: CONDITION",
+          `expression: {{ printf ${JSON.stringify(notAnAdmin("%s", "%s"))} (toJson .Values.namespaceKeysPolicy.adminUsers) (toJson .Values.namespaceKeysPolicy.adminGroups) | quote }}`,
+        ),
+      },
+    },
+    monitoring(ctx),
+  ];
+}
+
+const strings = { type: "array", items: { type: "string" } };
+
+/** images.credentialsSecrets: `get` on exactly those Secrets; images.workloadPullSecrets: on all. */
+function credentialsRbac(NAME: string, settings: Settings): KubeObject[] {
+  const subjects = [{ kind: "ServiceAccount", name: NAME, namespace: NAMESPACE }];
+  const grant = (kind: "Role" | "ClusterRole", name: string, rule: object): KubeObject[] => [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind,
+      metadata: kind === "Role" ? { name, namespace: NAMESPACE } : { name },
+      rules: [{ apiGroups: [""], resources: ["secrets"], ...rule, verbs: ["get"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: `${kind}Binding`,
+      metadata: kind === "Role" ? { name, namespace: NAMESPACE } : { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind, name },
+      subjects,
+    },
+  ];
+  const { credentialsSecrets, workloadPullSecrets } = settings.images;
+  return [
+    ...(credentialsSecrets.length
+      ? grant("Role", `${NAME}-image-credentials`, { resourceNames: credentialsSecrets })
+      : []),
+    ...(workloadPullSecrets ? grant("ClusterRole", `${NAME}-workload-pull-secrets`, {}) : []),
+  ];
+}
+
+/** The ValidatingAdmissionPolicy and its binding that let the module only arm its webhooks. */
+function armingGuard(NAME: string): KubeObject[] {
+  const POLICY = `${NAME}-arming-only`;
+  // A field the API server may leave unset, the same before and after (unset in both, or equal).
+  const same = (field: string) =>
+    `(has(o.${field}) ? has(w.${field}) && o.${field} == w.${field} : !has(w.${field}))`;
+  const unchangedButFailurePolicy = [
+    "size(object.webhooks) == size(oldObject.webhooks)",
+    `object.webhooks.all(w, oldObject.webhooks.exists(o, ${[
+      "o.name == w.name",
+      "o.clientConfig == w.clientConfig",
+      "o.sideEffects == w.sideEffects",
+      "o.admissionReviewVersions == w.admissionReviewVersions",
+      ...[
+        "rules",
+        "namespaceSelector",
+        "objectSelector",
+        "timeoutSeconds",
+        "matchPolicy",
+        "matchConditions",
+      ].map(same),
+    ].join(" && ")}))`,
+  ].join(" && ");
+  return [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name: POLICY },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: ["admissionregistration.k8s.io"],
+              apiVersions: ["v1"],
+              operations: ["UPDATE"],
+              resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+              resourceNames: [NAME],
+            },
+          ],
+        },
+        matchConditions: [
+          {
+            name: "the-module-itself",
+            expression: `request.userInfo.username == "system:serviceaccount:${NAMESPACE}:${NAME}"`,
+          },
+        ],
+        validations: [
+          {
+            expression: unchangedButFailurePolicy,
+            message: `admission-guard's controller (ServiceAccount ${NAMESPACE}/${NAME}) may change only its webhooks' failurePolicy (arming); anything else is for an admin`,
+            reason: "Forbidden",
+          },
+        ],
+      },
+    },
+    policyBinding(POLICY),
+  ];
+}
+
+const policyBinding = (policyName: string): KubeObject => ({
+  apiVersion: "admissionregistration.k8s.io/v1",
+  kind: "ValidatingAdmissionPolicyBinding",
+  metadata: { name: policyName },
+  spec: { policyName, validationActions: ["Deny"] },
+});
+
+/** `!(user in [...]) && !(groups ∩ [...])`, from CEL list literals (JSON). */
+const notAnAdmin = (users: string, groups: string) =>
+  `!(request.userInfo.username in ${users}) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ${groups}))`;
+
+/** The opt-in policy: only those matching `notAnAdmin` are held to it. */
+function namespaceKeysPolicy(NAME: string) {
+  const name = `${NAME}-namespace-keys`;
+  /** The CEL that says a map's module keys are the same in the object and the stored one. */
+  const keysUnchanged = (field: string) => {
+    const ours = `.filter(k, k.startsWith("${NS_KEY_PREFIX}"))`;
+    const holds = (from: string, to: string) =>
+      `(!has(${from}.metadata.${field}) || ${from}.metadata.${field}${ours}.all(k, has(${to}.metadata.${field}) && k in ${to}.metadata.${field} && ${to}.metadata.${field}[k] == ${from}.metadata.${field}[k]))`;
+    // On CREATE there is no stored one: no module key may be set.
+    return `oldObject == null ? (!has(object.metadata.${field}) || size(object.metadata.${field}${ours}) == 0) : (${holds("object", "oldObject")} && ${holds("oldObject", "object")})`;
+  };
+  const objects = (matchExpression: string): KubeObject[] => [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: [""],
+              apiVersions: ["v1"],
+              operations: ["CREATE", "UPDATE"],
+              resources: ["namespaces"],
+            },
+          ],
+        },
+        matchConditions: [{ name: "not-an-admin", expression: matchExpression }],
+        validations: ["labels", "annotations"].map(field => ({
+          expression: keysUnchanged(field),
+          message: `admission-guard/namespace-keys: only an admin may set, change or remove ${NS_KEY_PREFIX}* namespace ${field}. Fix: ask a cluster admin (kubectl label|annotate namespace <name> ${NS_KEY_PREFIX}<key>=<value>)`,
+          reason: "Forbidden",
+        })),
+      },
+    },
+    policyBinding(name),
+  ];
+  return { name, objects };
+}
