@@ -12,10 +12,11 @@
 //   2. add it with one line to the list in capabilities/index.ts (pepr.ts and `check` read it);
 //   3. write its unit tests beside the others in test/unit/ (the policy alone: no cluster needed).
 
-// `Capability` builds the capability, `a` names the Kubernetes kinds a binding watches.
-import { Capability, a } from "pepr";
-// The adapter: turns a Pepr request into the engine's and the engine's answer into Pepr's.
-import { policyActions } from "./lib/pepr-adapter";
+// `Capability` builds the capability.
+import { Capability } from "pepr";
+// The adapter: binds the policy as the module declares, and turns a Pepr request into the engine's
+// and the engine's answer into Pepr's.
+import { bindPolicy } from "./lib/pepr-adapter";
 // What a policy is, and how to say a field's path in messages (pods and workload templates alike).
 import type { Policy } from "./lib/policy";
 import { fieldPath } from "./lib/pod";
@@ -83,19 +84,12 @@ export const HelloPepr = new Capability({
   namespaces: helloPeprPolicy.namespaces,
 });
 
-// `When` starts a binding: a kind, the operations, then the action.
-const { When } = HelloPepr;
-
-// The action that runs this policy's fix. Made here, it also tells `check` which policy this
-// capability runs.
-const { mutatePod } = policyActions(HelloPepr, helloPeprPolicy);
-
-// Fix pods when they are created (the mutating webhook). That is the only binding needed:
-When(a.Pod).IsCreated().Mutate(mutatePod);
-
-// ...because every capability's `check` runs in the shared validation of Pods (capabilities/pods)
-// and workload templates (capabilities/workloads): one Validate binding per kind for the whole
-// module, as each binding costs Pepr a filter pass and a callback on every request. A capability
-// that judges a kind of its own binds it here, as payload-size binds ConfigMaps and Secrets:
-//   const { validate } = policyActions(HelloPepr, helloPeprPolicy);
-//   When(a.ConfigMap).IsCreatedOrUpdated().Validate(validate);
+// Its bindings (Pepr's When(...) chains) come from the module's one declaration of what runs where
+// (lib/engine/routes.ts), which `check` replays too, so the webhook and `check` never disagree:
+//   - a policy with a `fix` gets When(a.Pod).IsCreated().Mutate(...): pods fixed as they are created;
+//   - a policy with `extraKinds` gets a When(kind).IsCreatedOrUpdated().Validate(...) for each
+//     (payload-size judges ConfigMaps and Secrets so);
+//   - every policy's `check` runs in the shared validation of Pods (capabilities/pods) and workload
+//     templates (capabilities/workloads): one Validate binding per kind for the whole module, as
+//     each binding costs Pepr a filter pass and a callback on every request.
+bindPolicy(HelloPepr, helloPeprPolicy);

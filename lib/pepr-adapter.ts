@@ -3,8 +3,7 @@
 // request into the engine's (lib/engine), runs the engine for its capability's policy, and
 // turns the answer into Pepr's (a mutated object, Approve with warnings, or Deny with the message),
 // counting the decisions and logging denials on the way.
-import type { Capability, PeprMutateRequest, PeprValidateRequest } from "pepr";
-import { Log } from "pepr";
+import { a, Log, type Capability, type PeprMutateRequest, type PeprValidateRequest } from "pepr";
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import {
   answer,
@@ -17,6 +16,8 @@ import {
 import { recordDecision } from "./metrics";
 import type { KubeObject } from "./pod";
 import type { Operation, Policy } from "./policy";
+import type { Settings } from "./settings";
+import { policyRoutes, sharedRoutes, type Route } from "./engine/routes";
 
 type Request = PeprMutateRequest<KubernetesObject> | PeprValidateRequest<KubernetesObject>;
 
@@ -182,4 +183,46 @@ export function sharedActions() {
       await mutateWith(req, configured().policies);
     },
   };
+}
+
+/** Registers a capability's bindings as its routes declare them: one When(...) per bound kind. */
+function bind(
+  capability: Capability,
+  routes: Route[],
+  actions: {
+    mutate: ReturnType<typeof policyActions>["mutatePod"];
+    validate: ReturnType<typeof policyActions>["validate"];
+  },
+) {
+  for (const route of routes)
+    for (const kind of route.binds) {
+      const when = capability.When(a.GenericKind, kind);
+      const event = route.operations.includes("UPDATE")
+        ? when.IsCreatedOrUpdated()
+        : when.IsCreated();
+      if (route.step === "mutate") event.Mutate(actions.mutate);
+      else event.Validate(actions.validate);
+    }
+}
+
+/**
+ * A policy area's capability, bound as the module's declaration of what runs where says for its
+ * policy (lib/engine/routes.ts: a fix is a Mutate on Pod CREATE; extra kinds a Validate of their
+ * own); its checks on Pods and workloads run in the shared bindings. Also records which policy the
+ * capability runs, for `check`.
+ */
+export function bindPolicy(capability: Capability, policy: Policy): void {
+  const { mutatePod, validate } = policyActions(capability, policy);
+  bind(capability, policyRoutes(policy), { mutate: mutatePod, validate });
+}
+
+/** The shared capability `pods` or `workloads`, bound as the declaration says for the build's settings. */
+export function bindShared(capability: Capability, workloads: Settings["workloads"]): void {
+  const { validatePod, validateWorkload, mutateTemplate } = sharedActions();
+  const routes = sharedRoutes(workloads).filter(r => r.capability === capability.name);
+  const pods = capability.name === "pods";
+  bind(capability, routes, {
+    mutate: mutateTemplate,
+    validate: pods ? validatePod : validateWorkload,
+  });
 }

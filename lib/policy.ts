@@ -5,6 +5,7 @@ import type { KubeObject, PodTemplateRef } from "./pod";
 import type { Settings } from "./settings";
 import type { Change, Skip, Violation } from "./verdict";
 import type { PodRole } from "./workload-kinds/roles";
+import { groupOf } from "./workload-kinds/kind-spec";
 
 /** A change as a rule returns it: the engine stamps the capability (the policy's name) on it. */
 export type RuleChange = Omit<Change, "capability">;
@@ -133,8 +134,8 @@ export interface Policy {
    * (no fix, no check, not counted as handled), and a report lists its rules as `skip`.
    */
   switchedBy?: SwitchableSection;
-  /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret). */
-  extraKinds?: string[];
+  /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret): a Validate binding each. */
+  extraKinds?: readonly KindRef[];
   /**
    * Every rule its check may report a violation under: what an Exemption may waive (an unknown
    * name is refused) and what a PolicyReport lists for each object.
@@ -168,3 +169,20 @@ export interface StoredVersion {
   /** A Pod UPDATE that adds ephemeral containers (`kubectl debug`). */
   readonly addsEphemeralContainers: boolean;
 }
+
+/** A kind as Pepr binds it and a webhook rule names it: version "" is any version of the group. */
+export interface KindRef {
+  group: string;
+  version: string;
+  kind: string;
+  /** The resource in webhook rules; default: the kind in lower case + "s". */
+  plural?: string;
+}
+
+/** Whether an object is of a kind (its API group and kind; any version). */
+export const isKind = (obj: KubeObject, ref: KindRef): boolean =>
+  obj?.kind === ref.kind && groupOf(String(obj?.apiVersion ?? "")) === ref.group;
+
+export const POD: KindRef = { group: "", version: "v1", kind: "Pod" };
+export const CONFIG_MAP: KindRef = { group: "", version: "v1", kind: "ConfigMap" };
+export const SECRET: KindRef = { group: "", version: "v1", kind: "Secret" };

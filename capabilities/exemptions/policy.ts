@@ -19,7 +19,7 @@ export const exemptionsPolicy: Policy = {
   description:
     "Refuses Exemptions outside the exemptions namespace, without a reason, or expiring too late",
   rules: ["exemption-namespace", "invalid-exemption", "unknown-rule", "not-waivable", "expiry"],
-  extraKinds: [EXEMPTION_GVK.kind],
+  extraKinds: [EXEMPTION_GVK],
   enforcedInEveryMode: true,
   onlyExtraKinds: true,
 

@@ -3,16 +3,16 @@
 // measured: every binding costs Pepr a filter pass and a callback on every request, and seven of
 // them made pod validation ~30% dearer (docs/bench.md). The answer is the same: each finding names
 // its area (admission-guard/<capability>: ...), in the order of capabilities/index.ts.
-import { Capability, a } from "pepr";
-import { sharedActions } from "../../lib/pepr-adapter";
+import { Capability } from "pepr";
+import { bindShared } from "../../lib/pepr-adapter";
+import { workloadSettingsAtBuild } from "../../lib/settings";
+import cfg from "../../package.json";
 
 export const Pods = new Capability({
   name: "pods",
   description: "Judges Pods with every policy area's checks, as they will be stored",
 });
-const { When } = Pods;
-const { validatePod } = sharedActions();
-
 // After every mutating webhook (ours, and sidecar injectors'), the pod as it will be stored; and
-// when an update changes a container (`kubectl set image`, `kubectl debug`'s ephemeral containers).
-When(a.Pod).IsCreatedOrUpdated().Validate(validatePod);
+// when an update changes a container (`kubectl set image`, `kubectl debug`'s ephemeral
+// containers): a Validate on Pod CREATE and UPDATE, as lib/engine/routes.ts declares.
+bindShared(Pods, workloadSettingsAtBuild(cfg.pepr.env));

@@ -6,11 +6,9 @@
 // applied: one shared capability simulates them once (lib/engine/workload-simulation.ts) instead
 // of every area doing it. So `kubectl apply` of a workload whose pods can never run fails at once,
 // with the reason, not later in ReplicaSet or operator events.
-import { Capability, a } from "pepr";
-import { sharedActions } from "../../lib/pepr-adapter";
-import { workloadSettingsAtBuild, workloadTemplatesMutated } from "../../lib/settings";
-import { kindsInForce } from "../../lib/workload-kinds/in-force";
-import { groupOf, pluralOf } from "../../lib/workload-kinds/kind-spec";
+import { Capability } from "pepr";
+import { bindShared } from "../../lib/pepr-adapter";
+import { workloadSettingsAtBuild } from "../../lib/settings";
 import cfg from "../../package.json";
 
 export const Workloads = new Capability({
@@ -18,35 +16,8 @@ export const Workloads = new Capability({
   description:
     "Judges workload pod templates with every policy area; fixes them with workloads.mutate",
 });
-const { When } = Workloads;
-const { mutateTemplate, validateWorkload } = sharedActions();
-
-// With workloads.mutate (read when the module is built: it decides the webhook's rules), the
-// templates are fixed when they are applied, as their pods would be.
-const mutateTemplates = workloadTemplatesMutated(cfg.pepr.env);
-
-for (const kind of [
-  a.Deployment,
-  a.StatefulSet,
-  a.DaemonSet,
-  a.ReplicaSet,
-  a.ReplicationController,
-  a.Job,
-  a.CronJob,
-]) {
-  if (mutateTemplates) When(kind).IsCreatedOrUpdated().Mutate(mutateTemplate);
-  When(kind).IsCreatedOrUpdated().Validate(validateWorkload);
-}
-
-// The ML kinds, and the platform's own (read when the module is built, like workloads.mutate):
-// any version of their group. A cluster without one of their CRDs never sends one: nothing fails.
-for (const spec of kindsInForce(workloadSettingsAtBuild(cfg.pepr.env))) {
-  const kind = {
-    group: groupOf(spec.apiVersion),
-    version: "",
-    kind: spec.kind,
-    plural: pluralOf(spec),
-  };
-  if (mutateTemplates) When(a.GenericKind, kind).IsCreatedOrUpdated().Mutate(mutateTemplate);
-  When(a.GenericKind, kind).IsCreatedOrUpdated().Validate(validateWorkload);
-}
+// A Validate binding per built-in workload kind and per ML kind in force (any version of its
+// group), and with workloads.mutate a Mutate binding for each too, as lib/engine/routes.ts
+// declares. The settings are the ones the module is built with (package.json pepr.env): they
+// decide the webhook's rules. A cluster without one of the CRDs never sends one: nothing fails.
+bindShared(Workloads, workloadSettingsAtBuild(cfg.pepr.env));

@@ -63,7 +63,8 @@ async function validate(
           findings.warnings.push(...simulation.notes.map(n => formatNote("workloads", n)));
         if (simulation.rename) renameFields(findings, simulation.rename);
       }
-    } else if (policy.check && policy.extraKinds?.includes(obj.kind ?? "")) {
+    } else if (policy.check) {
+      // One of its extra kinds (the plan lets no other object through).
       mergeFindings(findings, stampFindings(policy, await policy.check(obj, undefined, ctx)));
     }
   } catch (e) {

@@ -5,7 +5,7 @@
 // this stage decides again whether a policy acts.
 import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
 import { hasController, isPod, isWorkload, type KubeObject } from "../pod";
-import type { Policy, RuleContext } from "../policy";
+import { isKind, type Policy, type RuleContext } from "../policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "../settings";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
@@ -109,7 +109,7 @@ export function judgesObject(
 ): boolean {
   return isPod(obj) || isWorkload(obj, platformKinds)
     ? !policy.onlyExtraKinds
-    : !!policy.extraKinds?.includes(obj?.kind ?? "");
+    : !!policy.extraKinds?.some(ref => isKind(obj, ref));
 }
 
 /**
@@ -178,7 +178,7 @@ export function planOf(
   // The Exemptions' own validation holds in every namespace, whatever its mode label says.
   const everyMode = acting.length > 0 && acting.every(p => p.enforcedInEveryMode);
   const judges = (p: Policy) =>
-    shape === "other" ? !!p.extraKinds?.includes(obj?.kind ?? "") : !p.onlyExtraKinds;
+    shape === "other" ? !!p.extraKinds?.some(ref => isKind(obj, ref)) : !p.onlyExtraKinds;
   const applies = new Map<Policy, Applicability>();
   const applicabilityOf = (p: Policy) => {
     let found = applies.get(p);

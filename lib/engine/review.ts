@@ -1,5 +1,5 @@
 // The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
-// action by action, from the table of routes (routes.ts) that the capabilities' bindings equal.
+// action by action, from the declaration Pepr's bindings are registered from (routes.ts).
 import { kindsInForce } from "../workload-kinds/in-force";
 import { isWorkload, type KubeObject } from "../pod";
 import type { Policy } from "../policy";
@@ -68,7 +68,7 @@ export async function review(
   // Pepr's dispatch, from the one table of routes: every mutating action on the object in order
   // (the mutating webhook), then every validating one.
   const routes = routesOf(policies, deps.settings).filter(r =>
-    routeMatches(r, object, request.operation, policies, deps.settings),
+    routeMatches(r, object, request.operation, deps.settings),
   );
   const changes: Change[] = [];
   for (const route of routes.filter(r => r.step === "mutate"))

@@ -1,11 +1,10 @@
-// Which step runs on which objects, with which policies: the module's dispatch, declared once.
-// The capabilities' When-chains (capabilities/*/index.ts) are what Pepr registers and a Pepr user
-// reads; this table says the same thing as data, and `check` (review.ts) runs it. A unit test
-// (test/unit/routes.test.ts) holds the two equal: every binding Pepr records is a row here, in the
-// same order, and nothing else is.
+// What runs where: the module's one declaration. Pepr's bindings are registered from it (each
+// capability's index.ts hands its policy to bindPolicy, lib/pepr-adapter.ts), `check` replays it
+// (review.ts), and nothing else says which step runs on which objects. Pure data: no Pepr here.
 import { isPod, isWorkload, type KubeObject } from "../pod";
-import type { Operation, Policy } from "../policy";
+import { isKind, POD, type KindRef, type Operation, type Policy } from "../policy";
 import type { Settings } from "../settings";
+import { groupOf, pluralOf } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
 
 export interface Route {
@@ -17,69 +16,85 @@ export interface Route {
   operations: readonly Operation[];
   /** The policies that act: the capability's own, or every policy of the module (a shared action). */
   acting: "own" | "all";
+  /** The kinds Pepr binds for it, one binding each (the webhook's rules follow from them). */
+  binds: readonly KindRef[];
 }
 
 const CREATE: readonly Operation[] = ["CREATE"];
 const CREATE_OR_UPDATE: readonly Operation[] = ["CREATE", "UPDATE"];
 
+const BUILT_IN_WORKLOADS: readonly KindRef[] = [
+  { group: "apps", version: "v1", kind: "Deployment" },
+  { group: "apps", version: "v1", kind: "StatefulSet" },
+  { group: "apps", version: "v1", kind: "DaemonSet" },
+  { group: "apps", version: "v1", kind: "ReplicaSet" },
+  { group: "", version: "v1", kind: "ReplicationController" },
+  { group: "batch", version: "v1", kind: "Job" },
+  { group: "batch", version: "v1", kind: "CronJob" },
+];
+
+/** A policy's own routes: a fix is a Mutate on Pod CREATE; extra kinds are a Validate of their own. */
+export function policyRoutes(policy: Policy): Route[] {
+  const routes: Route[] = [];
+  if (policy.fix)
+    routes.push({
+      capability: policy.name,
+      step: "mutate",
+      target: "pods",
+      operations: CREATE,
+      acting: "own",
+      binds: [POD],
+    });
+  if (policy.extraKinds?.length)
+    routes.push({
+      capability: policy.name,
+      step: "validate",
+      target: "extra-kinds",
+      operations: CREATE_OR_UPDATE,
+      acting: "own",
+      binds: policy.extraKinds,
+    });
+  return routes;
+}
+
+/**
+ * The shared routes, with every policy at once (one binding per kind instead of one per policy:
+ * each binding costs Pepr a filter pass on every request, docs/bench.md): Pods judged after every
+ * mutating webhook, workloads' templates judged (and, with workloads.mutate, fixed) as their pods
+ * will be. `workloads` are the settings the module is built with: they decide the webhook's rules.
+ */
+export function sharedRoutes(workloads: Settings["workloads"]): Route[] {
+  const kinds: KindRef[] = [
+    ...BUILT_IN_WORKLOADS,
+    // The ML kinds and the platform's own: any version of their group.
+    ...kindsInForce(workloads).map(spec => ({
+      group: groupOf(spec.apiVersion),
+      version: "",
+      kind: spec.kind,
+      plural: pluralOf(spec),
+    })),
+  ];
+  const route = (capability: string, step: Route["step"], target: Route["target"]): Route => ({
+    capability,
+    step,
+    target,
+    operations: CREATE_OR_UPDATE,
+    acting: "all",
+    binds: target === "pods" ? [POD] : kinds,
+  });
+  return [
+    route("pods", "validate", "pods"),
+    ...(workloads.mutate ? [route("workloads", "mutate", "workloads")] : []),
+    route("workloads", "validate", "workloads"),
+  ];
+}
+
 /**
  * The routes of a module whose capabilities run these policies, in Pepr's order (capabilities in
  * the order of capabilities/index.ts, then the shared pods and workloads capabilities).
- * `settings` are the ones the module was built with: workloads.mutate adds the template fixes.
  */
 export function routesOf(policies: readonly Policy[], settings: Settings): Route[] {
-  const own = (p: Policy): Route[] => [
-    ...(p.fix
-      ? [
-          {
-            capability: p.name,
-            step: "mutate",
-            target: "pods",
-            operations: CREATE,
-            acting: "own",
-          } as const,
-        ]
-      : []),
-    ...(p.extraKinds?.length
-      ? [
-          {
-            capability: p.name,
-            step: "validate",
-            target: "extra-kinds",
-            operations: CREATE_OR_UPDATE,
-            acting: "own",
-          } as const,
-        ]
-      : []),
-  ];
-  return [
-    ...policies.flatMap(own),
-    {
-      capability: "pods",
-      step: "validate",
-      target: "pods",
-      operations: CREATE_OR_UPDATE,
-      acting: "all",
-    },
-    ...(settings.workloads.mutate
-      ? [
-          {
-            capability: "workloads",
-            step: "mutate",
-            target: "workloads",
-            operations: CREATE_OR_UPDATE,
-            acting: "all",
-          } as const,
-        ]
-      : []),
-    {
-      capability: "workloads",
-      step: "validate",
-      target: "workloads",
-      operations: CREATE_OR_UPDATE,
-      acting: "all",
-    },
-  ];
+  return [...policies.flatMap(policyRoutes), ...sharedRoutes(settings.workloads)];
 }
 
 /** Whether a route's binding receives this object on this operation. */
@@ -87,7 +102,6 @@ export function routeMatches(
   route: Route,
   obj: KubeObject,
   operation: Operation,
-  policies: readonly Policy[],
   settings: Settings,
 ): boolean {
   if (!route.operations.includes(operation)) return false;
@@ -97,12 +111,9 @@ export function routeMatches(
     case "workloads":
       return isWorkload(obj, kindsInForce(settings.workloads));
     case "extra-kinds":
-      return !!ownPolicy(route, policies)?.extraKinds?.includes(obj?.kind ?? "");
+      return route.binds.some(ref => isKind(obj, ref));
   }
 }
-
-const ownPolicy = (route: Route, policies: readonly Policy[]) =>
-  policies.find(p => p.name === route.capability);
 
 /** The policies a route acts for. */
 export const actingFor = (route: Route, policies: Policy[]): Policy[] =>

@@ -34,24 +34,8 @@ export function backgroundBindingsWanted(
 }
 
 /**
- * Whether the module fixes workload templates (workloads.mutate): the one setting that changes the
- * module's bindings, and so the webhook rules `pepr build` writes. A bad value counts as off here;
- * pepr.ts stops the start with the problem named.
- */
-export function workloadTemplatesMutated(
-  controllerEnv: Record<string, string>,
-  env: NodeJS.ProcessEnv = process.env,
-): boolean {
-  try {
-    return settingsFromEnv(moduleEnvironment(controllerEnv, env)).workloads.mutate;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The workloads settings that decide the webhook's rules (workloads.kinds, workloads.builtInKinds):
- * read when the module is built. A bad value counts as the defaults here; pepr.ts stops the start
+ * The workloads settings that decide the module's bindings, and so the webhook's rules `pepr build`
+ * writes (workloads.mutate, .kinds, .builtInKinds): read when the module is built. A bad value counts as the defaults here; pepr.ts stops the start
  * with the problem named.
  */
 export function workloadSettingsAtBuild(

@@ -50,8 +50,8 @@ beforeAll(async () => {
   copy.write(
     "capabilities/explodes/index.ts",
     [
-      'import { Capability, a } from "pepr";',
-      'import { policyActions } from "../../lib/pepr-adapter";',
+      'import { Capability } from "pepr";',
+      'import { bindPolicy } from "../../lib/pepr-adapter";',
       'import type { Policy } from "../../lib/policy";',
       "const policy: Policy = {",
       '  name: "explodes",',
@@ -62,8 +62,7 @@ beforeAll(async () => {
       "  },",
       "};",
       "export const Explodes = new Capability({ name: policy.name, description: policy.description });",
-      "const { mutatePod } = policyActions(Explodes, policy);",
-      "Explodes.When(a.Pod).IsCreated().Mutate(mutatePod);",
+      "bindPolicy(Explodes, policy);",
       "",
     ].join("\n"),
   );

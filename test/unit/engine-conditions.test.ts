@@ -25,7 +25,7 @@ import {
 } from "../../lib/engine";
 import { recordedFixFailures, recordFixFailures } from "../../lib/fix-trace";
 import type { KubeObject } from "../../lib/pod";
-import type { Operation, Policy } from "../../lib/policy";
+import { CONFIG_MAP, type Operation, type Policy } from "../../lib/policy";
 import { parseSettings, type Settings } from "../../lib/settings";
 import type { Violation } from "../../lib/verdict";
 
@@ -310,7 +310,7 @@ describe("where a policy acts, and what is not handled", () => {
     expect(judgesObject(s, pod())).toBe(true);
     expect(judgesObject(s, deployment())).toBe(true);
     expect(judgesObject(s, configMap)).toBe(false);
-    expect(judgesObject({ ...s, extraKinds: ["ConfigMap"] }, configMap)).toBe(true);
+    expect(judgesObject({ ...s, extraKinds: [CONFIG_MAP] }, configMap)).toBe(true);
     expect(judgesObject(exemptionsPolicy, pod())).toBe(false);
     expect(judgesObject(exemptionsPolicy, exemption([{ capability: "s" }]))).toBe(true);
   });
@@ -859,7 +859,7 @@ describe("policies with only some of the steps", () => {
       name,
       description: "",
       rules: ["no-secret"],
-      extraKinds: ["ConfigMap"],
+      extraKinds: [CONFIG_MAP],
       onlyExtraKinds: true,
       check: obj => ({
         changes: [],

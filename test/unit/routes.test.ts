@@ -1,15 +1,14 @@
-// The dispatch is declared twice on purpose and held equal here: the capabilities' When-chains
-// (what Pepr registers, what a Pepr user reads) and lib/engine/routes.ts (what `check` runs). Every
-// admission binding Pepr recorded is a route, in the same order per step, and nothing else is; so a
-// binding added without its route (or the reverse) fails here, not as a parity drift in e2e.
+// What runs where is declared once (lib/engine/routes.ts): the capabilities register their Pepr
+// bindings from it (bindPolicy, bindShared) and `check` replays it. Here: every admission binding
+// Pepr recorded is a route's bound kind, in the same order per step, and nothing else is; so the
+// webhook receives exactly what `check` judges.
 import { capabilities, policies } from "../../capabilities";
 import { actingFor, routeMatches, routesOf, type Route } from "../../lib/engine/routes";
 import type { KubeObject } from "../../lib/pod";
-import { noFindings, type Operation } from "../../lib/policy";
+import { CONFIG_MAP, noFindings, type Operation } from "../../lib/policy";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../lib/settings";
 import { WORKLOAD_KINDS } from "../../lib/pod";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
-import { groupOf } from "../../lib/workload-kinds/kind-spec";
 import cfg from "../../package.json";
 
 interface Row {
@@ -29,48 +28,26 @@ function bindingRows(): Row[] {
       .map(b => ({
         capability: c.name,
         step: b.isMutate ? ("mutate" as const) : ("validate" as const),
-        kind: `${b.kind.kind}.${b.kind.group}`,
+        kind: `${b.kind.kind}.${b.kind.group}/${b.kind.version}`,
         event: String(b.event),
       })),
   );
 }
 
-const BUILT_IN_GROUP: Record<string, string> = {
-  Deployment: "apps",
-  StatefulSet: "apps",
-  DaemonSet: "apps",
-  ReplicaSet: "apps",
-  ReplicationController: "",
-  Job: "batch",
-  CronJob: "batch",
-};
-const EXTRA_GROUP: Record<string, string> = {
-  ConfigMap: "",
-  Secret: "",
-  Exemption: "admission-guard.dev",
-};
-
 function routeRows(routes: Route[]): Row[] {
-  return routes.flatMap(r => {
-    const kinds =
-      r.target === "pods"
-        ? ["Pod."]
-        : r.target === "workloads"
-          ? [
-              ...WORKLOAD_KINDS.map(k => `${k}.${BUILT_IN_GROUP[k]}`),
-              ...kindsInForce(built.workloads).map(k => `${k.kind}.${groupOf(k.apiVersion)}`),
-            ]
-          : (policies.find(p => p.name === r.capability)?.extraKinds ?? []).map(
-              k => `${k}.${EXTRA_GROUP[k]}`,
-            );
-    const event = r.operations.includes("UPDATE") ? "CREATEORUPDATE" : "CREATE";
-    return kinds.map(kind => ({ capability: r.capability, step: r.step, kind, event }));
-  });
+  return routes.flatMap(r =>
+    r.binds.map(k => ({
+      capability: r.capability,
+      step: r.step,
+      kind: `${k.kind}.${k.group}/${k.version}`,
+      event: r.operations.includes("UPDATE") ? "CREATEORUPDATE" : "CREATE",
+    })),
+  );
 }
 
 const byStep = (rows: Row[], step: Row["step"]) => rows.filter(r => r.step === step);
 
-test("every admission binding of the capabilities is a route, in order, and every route a binding", () => {
+test("every admission binding of the capabilities is a route's, in order, and every route bound", () => {
   const bindings = bindingRows();
   const routes = routeRows(routesOf(policies, built));
   for (const step of ["mutate", "validate"] as const) {
@@ -83,6 +60,15 @@ test("every admission binding of the capabilities is a route, in order, and ever
     const key = (r: Row) => `${r.capability} ${r.kind} ${r.event}`;
     expect(fromRoutes.map(key).sort()).toEqual(fromBindings.map(key).sort());
   }
+  // And what is bound is what the engine judges: every built-in workload kind and every kind in
+  // force, each once, validated; Pods once by the shared validation; each fix once on Pod CREATE.
+  const validated = byStep(bindings, "validate").filter(r => r.capability === "workloads");
+  expect(validated.map(r => r.kind.split(".")[0]).sort()).toEqual(
+    [...WORKLOAD_KINDS, ...kindsInForce(built.workloads).map(k => k.kind)].sort(),
+  );
+  expect(bindings.filter(r => r.kind === "Pod./v1").map(r => `${r.capability} ${r.event}`)).toEqual(
+    [...policies.filter(p => p.fix).map(p => `${p.name} CREATE`), "pods CREATEORUPDATE"],
+  );
 });
 
 test("workloads.mutate adds the template fixes as a route (the build with it has the bindings: cluster tier 70)", () => {
@@ -99,7 +85,7 @@ describe("which step receives which object on which operation", () => {
   const settings = parseSettings({});
   const fixing = { name: "fixing", description: "", rules: [], fix: () => [] };
   const checking = { name: "checking", description: "", rules: [], check: () => noFindings() };
-  const extra = { ...checking, name: "extra", extraKinds: ["ConfigMap"] };
+  const extra = { ...checking, name: "extra", extraKinds: [CONFIG_MAP] };
   const module = [fixing, checking, extra];
   const routes = routesOf(module, settings);
   const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, spec: { containers: [] } };
@@ -107,7 +93,7 @@ describe("which step receives which object on which operation", () => {
   const configMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" } };
   const matching = (obj: KubeObject, operation: Operation) =>
     routes
-      .filter(r => routeMatches(r, obj, operation, module, settings))
+      .filter(r => routeMatches(r, obj, operation, settings))
       .map(r => `${r.capability} ${r.step}`);
 
   it("a fix is a mutating route on Pod CREATE, extra kinds a validating one of their own", () => {
@@ -128,9 +114,9 @@ describe("which step receives which object on which operation", () => {
     expect(matching(deployment, "UPDATE")).toEqual(["workloads validate"]);
     expect(matching(configMap, "CREATE")).toEqual(["extra validate"]);
     expect(matching({ apiVersion: "v1", kind: "Secret" }, "CREATE")).toEqual([]);
-    // A route of a capability the module does not have matches nothing.
-    const stray = { ...routes[1], capability: "gone" };
-    expect(routeMatches(stray, configMap, "CREATE", module, settings)).toBe(false);
+    // Extra kinds match by API group too: another group's ConfigMap is not the core one.
+    const foreign = { apiVersion: "example.com/v1", kind: "ConfigMap", metadata: { name: "c" } };
+    expect(matching(foreign, "CREATE")).toEqual([]);
   });
 
   it("a shared route acts for every policy, a capability's own for its policy alone", () => {
