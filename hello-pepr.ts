@@ -4,7 +4,7 @@
 // When(...) bindings that say what to do with which requests. What admission-guard adds is where
 // the decisions live: in a Policy — a name and two pure functions, `fix` and `check`, over plain
 // Kubernetes objects, with no Pepr and no network in them. The bindings hand requests to the
-// policy through lib/pepr-adapter.ts, and `npx admission-guard check` runs the very same policy on
+// policy through lib/pepr/adapter.ts, and `npx admission-guard check` runs the very same policy on
 // manifests offline. That is how one set of rules serves the webhook and CI.
 //
 // To add your own:
@@ -16,10 +16,10 @@
 import { Capability } from "pepr";
 // The adapter: binds the policy as the module declares, and turns a Pepr request into the engine's
 // and the engine's answer into Pepr's.
-import { bindPolicy } from "./lib/pepr-adapter";
+import { bindPolicy } from "./lib/pepr/adapter";
 // What a policy is, and how to say a field's path in messages (pods and workload templates alike).
-import type { Policy } from "./lib/policy";
-import { fieldPath } from "./lib/pod";
+import type { Policy } from "./lib/objects/policy";
+import { fieldPath } from "./lib/objects/pod";
 
 /** The label this demo sets and the one it refuses. */
 export const HELLO_LABEL = "hello.admission-guard.dev/greeted";

@@ -1,11 +1,11 @@
 // The admission-guard Pepr module: the webhook front door, started in the order below (each step
-// in lib/module-start.ts). Settings come from the controller's environment (package.json
+// in lib/pepr/module-start.ts). Settings come from the controller's environment (package.json
 // `pepr.env`, Helm values) and are validated before anything starts.
 import { PeprModule } from "pepr";
 import cfg from "./package.json";
 import { capabilities, policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
-import { configureAdmission } from "./lib/pepr-adapter";
+import { configureAdmission } from "./lib/pepr/adapter";
 import {
   armWebhooks,
   loadSettings,
@@ -13,7 +13,7 @@ import {
   moduleRole,
   startBackground,
   startCluster,
-} from "./lib/module-start";
+} from "./lib/pepr/module-start";
 
 // The admission controller, the watcher, `pepr dev`, or `pepr build` reading the bindings (then
 // nothing starts).

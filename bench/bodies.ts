@@ -2,7 +2,7 @@
 // a mutate body is the Pod CREATE review the API server sends; a validate body holds the pod as our
 // own mutation left it.
 import autocannon from "autocannon";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 import { applyPatch, podCreateReview } from "../test/support/admission";
 import { startController } from "../test/support/controller";
 import type { StandInApi } from "../test/support/stand-in-api";

@@ -11,7 +11,7 @@
 //    info, managedFields. Three in four are GPU nodes.
 //  - Namespaces, ServiceAccounts, ResourceQuotas, LimitRanges, and a Deployment whose template asks
 //    for a GPU (judged by node fit against every node).
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 
 /** How the objects spread: pod i lives in namespace i % namespaces and runs on node i % nodes. */
 export interface Layout {

@@ -9,9 +9,9 @@
 //   npm run bench:engine -- --rounds 2000
 import { performance } from "node:perf_hooks";
 import { policies } from "../capabilities";
-import { SnapshotCluster } from "../lib/cluster";
+import { SnapshotCluster } from "../lib/cluster/view";
 import { answer, mutate, type EngineDeps } from "../lib/engine";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 import { defaultSettings } from "../lib/settings";
 import { seedWorkloads } from "../test/support/manifests";
 

@@ -26,7 +26,7 @@ import { Agent } from "node:https";
 import type { AddressInfo } from "node:net";
 import { memoryMb, pidOnPort } from "./proc";
 import { percentile } from "./paced";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 import { applyPatch, podCreateReview, type AdmissionReview } from "../test/support/admission";
 import { bundlePath, startController, type Controller } from "../test/support/controller";
 import { sendHttps } from "../test/support/https";

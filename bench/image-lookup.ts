@@ -7,7 +7,7 @@
 //   npm run bench:images                 200 first lookups per latency
 //   npm run bench:images -- --count 50
 import { ImageInspector } from "../lib/images/inspector";
-import { parseImage } from "../lib/image-reference";
+import { parseImage } from "../lib/objects/image-reference";
 import { TestRegistry } from "../test/support/registry";
 
 const count = Number(process.argv[process.argv.indexOf("--count") + 1]) || 200;

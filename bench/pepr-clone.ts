@@ -1,10 +1,10 @@
-// What Pepr's copy of a request costs a hostile pod, before and after lib/pepr-clone.ts: ramda's
+// What Pepr's copy of a request costs a hostile pod, before and after lib/pepr/clone.ts: ramda's
 // clone (quadratic in alike entries) against the linear clone, on pods of N alike projected
 // sources (the shape payload-size denies only after Pepr has copied it). p50 of 3 runs each.
 //
 //   npx tsx bench/pepr-clone.ts
 import { createRequire } from "node:module";
-import { linearClone } from "../lib/pepr-clone";
+import { linearClone } from "../lib/pepr/clone";
 
 const ramda = createRequire(require.resolve("pepr"))("ramda") as { clone: (v: unknown) => unknown };
 const linear = linearClone(ramda.clone);

@@ -28,7 +28,7 @@ import autocannon from "autocannon";
 import { buildFloor } from "./floor";
 import { cpuSeconds, memoryMb, pidOnPort } from "./proc";
 import { pacedLoad } from "./paced";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 import { applyPatch, podCreateReview, workloadReview } from "../test/support/admission";
 import {
   bundlePath,

@@ -61,7 +61,7 @@ import { request, Agent } from "node:https";
 import { cpus, loadavg, totalmem } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 import type { ControlPlane } from "../test/cluster/support/control-plane";
 import type { KubeClient } from "../test/cluster/support/kube-client";
 import type { InstalledModule } from "../test/cluster/support/module";

@@ -53,9 +53,9 @@ import { basename, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { getHeapStatistics } from "node:v8";
 import { Log } from "pepr";
-import { SnapshotCluster } from "../lib/cluster";
+import { SnapshotCluster } from "../lib/cluster/view";
 import { answer, type EngineDeps } from "../lib/engine";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 import {
   buildReport,
   objectResults,

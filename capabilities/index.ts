@@ -4,8 +4,8 @@
 // list with Pepr, and `check` runs the policies of the same list: add your capability with one line
 // here (see hello-pepr.ts) and it acts in both.
 import { HelloPepr } from "../hello-pepr";
-import { policiesOf } from "../lib/pepr-adapter";
-import type { Policy } from "../lib/policy";
+import { policiesOf } from "../lib/pepr/adapter";
+import type { Policy } from "../lib/objects/policy";
 import { Exemptions } from "./exemptions";
 import { ImageRegistry } from "./image-registry";
 import { Labels } from "./labels";

@@ -1,6 +1,6 @@
 // What the command line touches outside itself, injectable so tests run `main` in-process.
-import type { RbacEvaluator } from "../lib/cluster";
-import type { Policy } from "../lib/policy";
+import type { RbacEvaluator } from "../lib/cluster/view";
+import type { Policy } from "../lib/objects/policy";
 
 export interface Output {
   write(chunk: string): unknown;

@@ -5,8 +5,8 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { extname, join, relative, resolve } from "node:path";
 import { isMap, isPair, isScalar, isSeq, parseAllDocuments, type Document } from "yaml";
-import type { KubeObject } from "../lib/pod";
-import { isRecord } from "../lib/record";
+import type { KubeObject } from "../lib/objects/pod";
+import { isRecord } from "../lib/objects/record";
 
 /** Where an object came from: 1-based document number, and item number inside a List. */
 export interface Source {

@@ -1,10 +1,10 @@
 // How `check` prints its results: a compact text report for people, or one JSON object per line
 // for machines. Both come from the engine's Review, so they say what the webhook would say.
 import { stringify } from "yaml";
-import { formatViolation, type Change, type Violation } from "../lib/verdict";
+import { formatViolation, type Change, type Violation } from "../lib/objects/verdict";
 import { fixedNotesOf, pendingWarnings, type ContextInput, type Review } from "../lib/engine";
-import { isPod, type KubeObject } from "../lib/pod";
-import type { Policy } from "../lib/policy";
+import { isPod, type KubeObject } from "../lib/objects/pod";
+import type { Policy } from "../lib/objects/policy";
 import { buildReport, objectResults, type ObjectResults } from "../lib/reports/policy-report";
 import { describeSource, type Source } from "./manifests";
 

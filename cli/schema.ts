@@ -11,7 +11,7 @@
 // agreement proved on a real kube-apiserver by test/cluster/95-check-vs-api-server.test.ts).
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { KubeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
 
 interface Attribute {
   baseName: string;

@@ -5,8 +5,8 @@
 // with its fix, then stops everything. `tsx scripts/demo.ts DIR` runs DIR/*.yaml instead.
 import { relative } from "node:path";
 import type { Operation } from "fast-json-patch";
-import type { KubeObject } from "../lib/pod";
-import { describeObject } from "../lib/pod";
+import type { KubeObject } from "../lib/objects/pod";
+import { describeObject } from "../lib/objects/pod";
 import { admit, type AdmitResult } from "../test/support/admission";
 import { REPO_ROOT } from "../test/support/controller";
 import { startEnvironment, type Environment } from "../test/support/environment";

@@ -1,7 +1,7 @@
 // The exemptions policy (pure; index.ts is its Pepr capability): judges Exemption objects as they
 // are written, in every namespace and whatever its mode label, so a mistake is refused with its
 // reason instead of an Exemption that silently never counts. What an Exemption is, and how it
-// waives, is lib/exemptions.ts.
+// waives, is lib/exemptions/index.ts.
 import {
   EXEMPTION_GVK,
   EXEMPTIONS_CAPABILITY,
@@ -9,7 +9,7 @@ import {
   readExemption,
   UNWAIVABLE_RULES,
 } from "../../lib/exemptions";
-import { noFindings, type Policy, type RuleViolation } from "../../lib/policy";
+import { noFindings, type Policy, type RuleViolation } from "../../lib/objects/policy";
 
 export const CAPABILITY = EXEMPTIONS_CAPABILITY;
 const DAY_MS = 24 * 60 * 60 * 1000;

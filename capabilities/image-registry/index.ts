@@ -2,7 +2,7 @@
 // narrowed per namespace by the admission-guard.dev/allowed-registries annotation); mirrors rewrite
 // images on Pod CREATE. The rules are in rules.ts, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { imageRegistryPolicy } from "./policy";
 
 export const ImageRegistry = new Capability({

@@ -1,16 +1,16 @@
 // Image provenance: mirrors rewrite images (fix), then every image a pod pulls (its containers' and
 // its image volumes') must come from an allowed registry, optionally pinned by digest and not on a
 // moving `latest` tag (check).
-import { imagesOf, type ImageRefField } from "../../lib/pod";
-import type { PodTarget, RuleContext } from "../../lib/policy";
+import { imagesOf, type ImageRefField } from "../../lib/objects/pod";
+import type { PodTarget, RuleContext } from "../../lib/objects/policy";
 import { envName, NS_KEYS, type Settings } from "../../lib/settings";
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
   type RuleChange,
   type RuleFindings,
   type RuleViolation,
-} from "../../lib/policy";
+} from "../../lib/objects/policy";
 import {
   describePrefix,
   formatRef,
@@ -20,7 +20,7 @@ import {
   underPrefix,
   type ImageRef,
   type RegistryPrefix,
-} from "../../lib/image-reference";
+} from "../../lib/objects/image-reference";
 
 export const CAPABILITY = "image-registry";
 const ALLOWED_ENV = envName("registries.allowed");

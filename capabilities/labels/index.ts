@@ -1,7 +1,7 @@
 // labels as a Pepr capability: the app label carried to app.kubernetes.io/component, and the
 // component a namespace requires. The rules are in rules.ts, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { labelsPolicy } from "./policy";
 
 export const Labels = new Capability({

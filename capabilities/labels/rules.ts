@@ -3,16 +3,21 @@
 // component label. `app` itself stays: ReplicaSet, StatefulSet and Service selectors use it, and a
 // controller whose pods lose the label its selector needs creates new pods without end.
 import type { V1ObjectMeta } from "@kubernetes/client-node";
-import { describeObject, fieldPath, type KubeObject, type PodTemplateRef } from "../../lib/pod";
+import {
+  describeObject,
+  fieldPath,
+  type KubeObject,
+  type PodTemplateRef,
+} from "../../lib/objects/pod";
 import { NS_KEYS } from "../../lib/settings";
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
   type PodTarget,
   type RuleChange,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/policy";
+} from "../../lib/objects/policy";
 
 export const CAPABILITY = "labels";
 export const APP_LABEL = "app";

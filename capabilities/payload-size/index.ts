@@ -1,7 +1,7 @@
 // payload-size as a Pepr capability: oversize objects and runaway env, volume and annotation
 // counts, naming the biggest parts. The rules are in rules.ts, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { payloadSizePolicy } from "./policy";
 
 export const PayloadSize = new Capability({

@@ -1,6 +1,6 @@
 // Sizes as the API server and etcd see them, and how to print them.
-import type { KubeObject } from "../../lib/pod";
-import { isRecord } from "../../lib/record";
+import type { KubeObject } from "../../lib/objects/pod";
+import { isRecord } from "../../lib/objects/record";
 
 /** 1234567 → "1,234,567" (fixed format, independent of the locale). */
 export function withThousands(n: number): string {

@@ -10,7 +10,7 @@ import {
   describeObject,
   fieldPath,
   type KubeObject,
-} from "../../lib/pod";
+} from "../../lib/objects/pod";
 import { envName, type Settings } from "../../lib/settings";
 import {
   noFindings,
@@ -18,7 +18,7 @@ import {
   type RuleContext,
   type RuleFindings,
   type RuleViolation,
-} from "../../lib/policy";
+} from "../../lib/objects/policy";
 import {
   annotationBytes,
   countOf,
@@ -30,8 +30,8 @@ import {
   withoutPeprAnnotations,
   withThousands,
 } from "./measure";
-import type { StoredVersion } from "../../lib/policy";
-import { isRecord } from "../../lib/record";
+import type { StoredVersion } from "../../lib/objects/policy";
+import { isRecord } from "../../lib/objects/record";
 
 export const CAPABILITY = "payload-size";
 /** How many of the biggest parts a denial names. */

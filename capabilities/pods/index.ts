@@ -4,7 +4,7 @@
 // them made pod validation ~30% dearer (docs/bench.md). The answer is the same: each finding names
 // its area (admission-guard/<capability>: ...), in the order of capabilities/index.ts.
 import { Capability } from "pepr";
-import { bindShared } from "../../lib/pepr-adapter";
+import { bindShared } from "../../lib/pepr/adapter";
 import { workloadSettingsAtBuild } from "../../lib/settings";
 import cfg from "../../package.json";
 

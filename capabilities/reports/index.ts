@@ -4,7 +4,7 @@
 // policyreport -A` and Policy Reporter show: before a namespace moves from audit to enforce, its
 // owners see what would be denied. A pod the module fixed gets an Event saying what and why.
 // The scan is lib/reports/scanner.ts, the report format lib/reports/policy-report.ts, the Events
-// lib/events.ts.
+// lib/reports/events.ts.
 //
 // Pods and workloads are not Pepr Watch bindings: each binding (kubernetes-fluent-client's Watcher)
 // keeps every object of its kind, whole, to diff its re-lists: ~33 MiB per 1,000 pods, gigabytes at

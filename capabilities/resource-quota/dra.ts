@@ -2,12 +2,12 @@
 // evaluator charges them) and the nodes' ResourceSlices. Pure.
 // Why: docs/adr/0019-dra-counted-as-the-api-server-counts.md
 import type { V1ResourceQuota } from "@kubernetes/client-node";
-import type { ClusterView } from "../../lib/cluster";
-import type { ClaimTemplateAsRead, DeviceAsk } from "../../lib/dra";
-import type { PodTemplateRef } from "../../lib/pod";
-import type { RuleViolation } from "../../lib/policy";
-import { isRecord } from "../../lib/record";
-import { formatNote } from "../../lib/verdict";
+import type { ClusterView } from "../../lib/cluster/view";
+import type { ClaimTemplateAsRead, DeviceAsk } from "../../lib/objects/dra";
+import type { PodTemplateRef } from "../../lib/objects/pod";
+import type { RuleViolation } from "../../lib/objects/policy";
+import { isRecord } from "../../lib/objects/record";
+import { formatNote } from "../../lib/objects/verdict";
 import { byName, CAPABILITY, quotaName, quotaReading, type Findings } from "./quota";
 import type { PodCount } from "./workload";
 

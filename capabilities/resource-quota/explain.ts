@@ -1,7 +1,7 @@
 // Wording shared by the quota and node-fit messages: which container asks how much, and a value
 // that fits, rounded down to something a person would write.
-import { describeContainer } from "../../lib/pod";
-import { formatQuantity, type Quantity, type QuantityFormat } from "../../lib/quantity";
+import { describeContainer } from "../../lib/objects/pod";
+import { formatQuantity, type Quantity, type QuantityFormat } from "../../lib/objects/quantity";
 import type { ContainerResources, PodResources } from "./resources";
 
 export type Side = "requests" | "limits";

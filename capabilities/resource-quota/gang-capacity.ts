@@ -1,12 +1,12 @@
 // Whole-gang capacity: whether the schedulable nodes could hold every pod of a gang at once, from
 // necessary conditions only. Pure. Why: docs/adr/0008-gang-capacity-never-a-false-denial.md
 import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
-import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/pod";
-import type { PodTarget, RuleContext, RuleFindings, RuleViolation } from "../../lib/policy";
-import { noFindings } from "../../lib/policy";
-import { formatQuantity } from "../../lib/quantity";
-import { isRecord } from "../../lib/record";
-import { formatNote } from "../../lib/verdict";
+import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/objects/pod";
+import type { PodTarget, RuleContext, RuleFindings, RuleViolation } from "../../lib/objects/policy";
+import { noFindings } from "../../lib/objects/policy";
+import { formatQuantity } from "../../lib/objects/quantity";
+import { isRecord } from "../../lib/objects/record";
+import { formatNote } from "../../lib/objects/verdict";
 import { groupOf } from "../../lib/workload-kinds/kind-spec";
 import { show } from "./explain";
 import {

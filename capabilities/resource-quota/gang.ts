@@ -3,9 +3,9 @@
 // that does not fit gets some of its pods and waits forever for the rest, holding GPUs; judged
 // whole, it is refused at apply with the per-role totals. Pure.
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
-import { formatQuantity, type Quantity } from "../../lib/quantity";
-import type { RuleViolation } from "../../lib/policy";
-import { formatNote } from "../../lib/verdict";
+import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
+import type { RuleViolation } from "../../lib/objects/policy";
+import { formatNote } from "../../lib/objects/verdict";
 import { fieldOf, show } from "./explain";
 import {
   byName,

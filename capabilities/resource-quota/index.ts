@@ -2,7 +2,7 @@
 // every node it could run on, refused with the numbers and both fixes. The rules are in quota.ts,
 // node-fit.ts and resources.ts, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { resourceQuotaPolicy } from "./policy";
 
 export const ResourceQuota = new Capability({

@@ -2,7 +2,7 @@
 // pod is judged once per class, not per node. Pure. Why: docs/adr/0007-node-classes.md
 import type { V1Node, V1PodSpec, V1Taint } from "@kubernetes/client-node";
 import { parseList, type ResourceList } from "./resources";
-import { isRecord } from "../../lib/record";
+import { isRecord } from "../../lib/objects/record";
 
 export const list = <T>(x: unknown): T[] => (Array.isArray(x) ? (x as T[]).filter(isRecord) : []);
 

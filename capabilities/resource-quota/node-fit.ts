@@ -2,9 +2,9 @@
 // against allocatable), per node class; the judgement and its messages. Pure.
 // Why: docs/adr/0005-node-fit-against-allocatable.md, docs/adr/0007-node-classes.md
 import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
-import { formatNote } from "../../lib/verdict";
-import { formatQuantity, type Quantity } from "../../lib/quantity";
-import type { RuleViolation } from "../../lib/policy";
+import { formatNote } from "../../lib/objects/verdict";
+import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
+import type { RuleViolation } from "../../lib/objects/policy";
 import { contributions, requestIsLimit, roundDown, show } from "./explain";
 import { list, nodesToJudge, type NodeClass, type NodeClasses } from "./node-classes";
 import { largest, REPORTED_BY_EVERY_NODE, isScheduledResource, shortOn } from "./node-resources";

@@ -1,5 +1,5 @@
 // Resource arithmetic of node fit: what a node offers of a resource and what it lacks for a pod's
-// requests, in exact milli-units (lib/quantity.ts). Pure.
+// requests, in exact milli-units (lib/objects/quantity.ts). Pure.
 import { isExtendedResource, type ResourceList } from "./resources";
 import type { NodeClass, NodeInfo } from "./node-classes";
 

@@ -9,15 +9,15 @@
 // settings.resourceQuota.onUnavailable is "deny". See docs/resource-quota.md.
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import type { V1PodSpec } from "@kubernetes/client-node";
-import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/pod";
-import { formatNote } from "../../lib/verdict";
+import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/objects/pod";
+import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
   type PodTarget,
   type Policy,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/policy";
+} from "../../lib/objects/policy";
 import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
 import { checkGangClaims, checkPodClaims, checkRoleClaimFit } from "./dra";
 import { checkGangQuotas, type GangRole } from "./gang";

@@ -2,11 +2,11 @@
 // admission plugin will judge each pod (pkg/quota/v1/evaluator/core/pods.go, admission/quota):
 // which quotas match the pod's scopes, which containers must set cpu/memory, and whether
 // `used + asked <= hard` for every resource the quota tracks. Pure.
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
-import { describeContainer } from "../../lib/pod";
-import { formatQuantity, type Quantity } from "../../lib/quantity";
-import type { RuleFindings, RuleViolation } from "../../lib/policy";
+import { describeContainer } from "../../lib/objects/pod";
+import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
+import type { RuleFindings, RuleViolation } from "../../lib/objects/policy";
 import { contributions, fieldOf, roundDown, show } from "./explain";
 import {
   isPodQuotaResource,
@@ -17,7 +17,7 @@ import {
   type ResourceList,
 } from "./resources";
 import type { PodCount } from "./workload";
-import { isRecord } from "../../lib/record";
+import { isRecord } from "../../lib/objects/record";
 
 export const CAPABILITY = "resource-quota";
 

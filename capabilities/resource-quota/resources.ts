@@ -2,9 +2,9 @@
 // them (resource.PodRequests/PodLimits, the pods quota evaluator). Pure.
 // Why: docs/adr/0016-exact-quantities-as-kubernetes-computes.md
 import type { V1LimitRange, V1PodSpec } from "@kubernetes/client-node";
-import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
-import { addQuantities, safeParseQuantity, type Quantity } from "../../lib/quantity";
-import { isRecord } from "../../lib/record";
+import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
+import { addQuantities, safeParseQuantity, type Quantity } from "../../lib/objects/quantity";
+import { isRecord } from "../../lib/objects/record";
 
 export type ResourceList = Map<string, Quantity>;
 

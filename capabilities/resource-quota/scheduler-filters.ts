@@ -3,7 +3,7 @@
 // candidates at all. Pure; node-fit.ts judges resources on the candidates.
 import type { V1Node, V1PodSpec, V1Taint, V1Toleration } from "@kubernetes/client-node";
 import { isCordoned, labelsOf, list, schedulingTaints } from "./node-classes";
-import { isRecord } from "../../lib/record";
+import { isRecord } from "../../lib/objects/record";
 
 /** Tolerations the DaemonSet controller adds to every daemon pod. */
 export const DAEMONSET_TOLERATIONS: V1Toleration[] = [

@@ -1,6 +1,6 @@
 // How many pods a Pod or a workload runs at once: what its template is multiplied by against quota.
-import type { KubeObject } from "../../lib/pod";
-import { isRecord } from "../../lib/record";
+import type { KubeObject } from "../../lib/objects/pod";
+import { isRecord } from "../../lib/objects/record";
 
 /** A non-negative integer field, or the default when it is absent or malformed. */
 function count(value: unknown, fallback: number): number {

@@ -2,10 +2,10 @@
 // the user the image was built for. Idempotent. Why: docs/adr/0006-the-fix-follows-the-image.md,
 // docs/adr/0022-fix-to-the-namespace-pod-security-level.md
 import type { V1Container } from "@kubernetes/client-node";
-import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
+import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
 import type { Settings } from "../../lib/settings";
-import { type RuleChange } from "../../lib/policy";
-import { withoutTrailingSlashes } from "../../lib/text";
+import { type RuleChange } from "../../lib/objects/policy";
+import { withoutTrailingSlashes } from "../../lib/objects/text";
 import { checksFor, type LevelVersion } from "./checks";
 import {
   asArray,

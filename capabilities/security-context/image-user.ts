@@ -8,10 +8,10 @@
 //                                   (the kubelet cannot check runAsNonRoot against a name)
 //   unknown (not inspected)         runAsUser/runAsGroup of the settings       a warning
 import type { V1Node } from "@kubernetes/client-node";
-import { parseImage, type ImageRef } from "../../lib/image-reference";
-import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster";
-import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/pod";
-import type { RuleContext } from "../../lib/policy";
+import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
+import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster/view";
+import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
+import type { RuleContext } from "../../lib/objects/policy";
 import { bounded } from "../../lib/images/limits";
 import { mirrorImage, mirrorsOf, registryAllowed } from "../image-registry/rules";
 

@@ -1,7 +1,7 @@
 // security-context as a Pepr capability: Pod Security Standards "restricted". The fixes are in
 // fix.ts, one file per Pod Security check in checks/, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { securityContextPolicy } from "./policy";
 
 export const SecurityContext = new Capability({

@@ -5,17 +5,17 @@
 //   check: PSA's checks of that level and version, one file each (checks/), denying; the warn and
 //          audit labels' levels only ever warn (PSA's audit goes to the audit log, which a webhook
 //          cannot write: here it is a warning too, and a report's result)
-import { recordedFixes } from "../../lib/fix-trace";
-import { isPod, type PodTemplateRef } from "../../lib/pod";
+import { recordedFixes } from "../../lib/objects/fix-trace";
+import { isPod, type PodTemplateRef } from "../../lib/objects/pod";
 import {
   noFindings,
   type Policy,
   type PodTarget,
   type RuleContext,
   type RuleViolation,
-} from "../../lib/policy";
+} from "../../lib/objects/policy";
 import { NS_KEYS, READ_ONLY_ROOT } from "../../lib/settings";
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 import {
   ALL_CHECK_IDS,
   checksFor,

@@ -2,7 +2,7 @@
 // and the secrets they read checked against what that account may read. The rules are in
 // rules.ts and secret-access.ts, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { serviceAccountPolicy } from "./policy";
 
 export const ServiceAccount = new Capability({

@@ -1,7 +1,7 @@
 // The service-account policy (pure; index.ts is its Pepr capability): wiring only, the rules are in
 // rules.ts and secret-access.ts.
-import { noFindings, type Policy } from "../../lib/policy";
-import { mergeFindings } from "../../lib/verdict";
+import { noFindings, type Policy } from "../../lib/objects/policy";
+import { mergeFindings } from "../../lib/objects/verdict";
 import { CAPABILITY, checkServiceAccountExists, moveOffDefault } from "./rules";
 import { checkSecretAccess } from "./secret-access";
 

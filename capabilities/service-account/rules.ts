@@ -2,17 +2,17 @@
 // except for what it asks the ClusterView.
 // Why: docs/adr/0004-service-account-ensured-in-the-mutate-step.md
 import type { V1PodSpec, V1Volume } from "@kubernetes/client-node";
-import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/pod";
+import { containersOf, describeObject, fieldPath, type KubeObject } from "../../lib/objects/pod";
 import { isIgnoredNamespace, NS_KEYS } from "../../lib/settings";
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
   type PodTarget,
   type RuleChange,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/policy";
-import { isRecord } from "../../lib/record";
+} from "../../lib/objects/policy";
+import { isRecord } from "../../lib/objects/record";
 
 export const CAPABILITY = "service-account";
 export const DEFAULT_SERVICE_ACCOUNT = "default";
@@ -246,7 +246,7 @@ export async function checkServiceAccountExists(
 }
 
 /**
- * The ServiceAccount the controller creates when a namespace appears (lib/cluster-live.ts), or
+ * The ServiceAccount the controller creates when a namespace appears (lib/cluster/live.ts), or
  * undefined when pods of that namespace would not be moved (system or ignored namespace, mode off,
  * capability or its mutation or ensure off).
  */

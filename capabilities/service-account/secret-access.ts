@@ -1,16 +1,26 @@
 // May the pod's ServiceAccount read the secrets the pod references? A warning by default, at most
 // serviceAccount.maxSecretReviews per object.
 // Why: docs/adr/0015-secret-access-warns-with-bounded-reviews.md
-import { API_BUDGET_MS, CALL } from "../../lib/api-calls";
+import { API_BUDGET_MS, CALL } from "../../lib/cluster/api-calls";
 import { recordSkipped } from "../../lib/metrics";
-import { containersOf, describeContainer, describeObject, type KubeObject } from "../../lib/pod";
-import type { PodTemplateRef } from "../../lib/pod";
+import {
+  containersOf,
+  describeContainer,
+  describeObject,
+  type KubeObject,
+} from "../../lib/objects/pod";
+import type { PodTemplateRef } from "../../lib/objects/pod";
 import { envName } from "../../lib/settings";
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 import { withThousands } from "../payload-size/measure";
-import { noFindings, type PodTarget, type RuleContext, type RuleFindings } from "../../lib/policy";
+import {
+  noFindings,
+  type PodTarget,
+  type RuleContext,
+  type RuleFindings,
+} from "../../lib/objects/policy";
 import { CAPABILITY, serviceAccountOf } from "./rules";
-import { isRecord } from "../../lib/record";
+import { isRecord } from "../../lib/objects/record";
 
 const nameIn = (x: unknown, field: string): string | undefined =>
   isRecord(x) && typeof x[field] === "string" && x[field] !== "" ? (x[field] as string) : undefined;

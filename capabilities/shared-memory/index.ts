@@ -1,7 +1,7 @@
 // shared-memory as a Pepr capability: a memory-backed /dev/shm for the pods of data loaders. The
 // rules are in rules.ts, the policy `check` runs in policy.ts.
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr-adapter";
+import { bindPolicy } from "../../lib/pepr/adapter";
 import { sharedMemoryPolicy } from "./policy";
 
 export const SharedMemory = new Capability({

@@ -2,20 +2,25 @@
 // pods the setting chooses. Why: docs/adr/0018-shared-memory-within-the-memory-limit.md
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import { limitRangeDefaults } from "../resource-quota/resources";
-import { recordedFixes } from "../../lib/fix-trace";
-import { describeObject, fieldPath, type KubeObject, type PodTemplateRef } from "../../lib/pod";
+import { recordedFixes } from "../../lib/objects/fix-trace";
+import {
+  describeObject,
+  fieldPath,
+  type KubeObject,
+  type PodTemplateRef,
+} from "../../lib/objects/pod";
 import {
   noFindings,
   type PodTarget,
   type RuleChange,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/policy";
-import { formatQuantity, safeParseQuantity } from "../../lib/quantity";
-import { isRecord } from "../../lib/record";
-import { withoutTrailingSlashes } from "../../lib/text";
+} from "../../lib/objects/policy";
+import { formatQuantity, safeParseQuantity } from "../../lib/objects/quantity";
+import { isRecord } from "../../lib/objects/record";
+import { withoutTrailingSlashes } from "../../lib/objects/text";
 import { NS_KEYS, SHARED_MEMORY_MOUNT } from "../../lib/settings";
-import { formatNote } from "../../lib/verdict";
+import { formatNote } from "../../lib/objects/verdict";
 
 export const CAPABILITY = "shared-memory";
 /** The one rule: the fix's changes, and the warning for a pod in scope that keeps 64 MiB. */

@@ -7,7 +7,7 @@
 // of every area doing it. So `kubectl apply` of a workload whose pods can never run fails at once,
 // with the reason, not later in ReplicaSet or operator events.
 import { Capability } from "pepr";
-import { bindShared } from "../../lib/pepr-adapter";
+import { bindShared } from "../../lib/pepr/adapter";
 import { workloadSettingsAtBuild } from "../../lib/settings";
 import cfg from "../../package.json";
 

@@ -1,7 +1,7 @@
 // The validating step: plan, checks, answer. The answer is the findings decided in the namespace's
 // mode, Exemptions applied, the warnings a user reads, and the decisions to count.
 import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
-import type { Policy } from "../policy";
+import type { Policy } from "../objects/policy";
 import type { Mode } from "../settings";
 import {
   formatPendingChange,
@@ -10,9 +10,9 @@ import {
   type Findings,
   type Skip,
   type Violation,
-} from "../verdict";
+} from "../objects/verdict";
 import { planOf, type Plan } from "./plan";
-import { fixedNotes, recordedFixes } from "../fix-trace";
+import { fixedNotes, recordedFixes } from "../objects/fix-trace";
 import { checksOf, type Validation } from "./checks";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
 import { workloadTargets } from "../workload-kinds/targets";

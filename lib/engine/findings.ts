@@ -1,9 +1,9 @@
 // Findings as the engine words them: stamped with their capability, and the violations the engine
 // itself raises (a step that threw, a malformed object).
-import type { KubeObject } from "../pod";
-import type { Policy } from "../policy";
+import type { KubeObject } from "../objects/pod";
+import type { Policy } from "../objects/policy";
 import { NS_KEYS } from "../settings";
-import type { Findings, FixFailure, Violation } from "../verdict";
+import type { Findings, FixFailure, Violation } from "../objects/verdict";
 
 // The engine, not each rule, says which capability a finding is from. A rule returns new objects
 // on every call, so they are stamped in place (this runs for every finding of every request).

@@ -6,7 +6,7 @@
 //   answer():  the validating webhook — allowed or denied, the denial messages, the warnings and the
 //              metric events, for the acting policies
 //
-// The Pepr bindings (lib/pepr-adapter.ts) call them action by action: each policy area is a Pepr
+// The Pepr bindings (lib/pepr/adapter.ts) call them action by action: each policy area is a Pepr
 // capability that fixes Pods with its own policy; Pods and workload templates are judged by shared
 // actions with every policy (one binding per kind instead of one per area: docs/bench.md). review()
 // — what `check` runs — calls them the same way, action by action, and joins the answers as Pepr
@@ -38,9 +38,9 @@ export {
   type Applicability,
 } from "./plan";
 export { reasonOf } from "./findings";
-export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "../fix-trace";
+export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "../objects/fix-trace";
 export { mutate } from "./fixes";
 export { isControllerUser, madeByController, needsJudging, storedVersionOf } from "./update-gate";
-export type { StoredVersion } from "../policy";
+export type { StoredVersion } from "../objects/policy";
 export { answer, decide, pendingWarnings, type Decision } from "./answer";
 export { review, type Review } from "./review";

@@ -1,10 +1,10 @@
 // The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
 // action by action, from the declaration Pepr's bindings are registered from (routes.ts).
 import { kindsInForce } from "../workload-kinds/in-force";
-import { isWorkload, type KubeObject } from "../pod";
-import type { Policy } from "../policy";
+import { isWorkload, type KubeObject } from "../objects/pod";
+import type { Policy } from "../objects/policy";
 import type { Mode } from "../settings";
-import type { Change, Skip, Violation } from "../verdict";
+import type { Change, Skip, Violation } from "../objects/verdict";
 import { answer } from "./answer";
 import { contextOf, modeOf, templateIsFixed } from "./plan";
 import { mutate } from "./fixes";

@@ -1,8 +1,8 @@
 // What runs where: the module's one declaration. Pepr's bindings are registered from it (each
-// capability's index.ts hands its policy to bindPolicy, lib/pepr-adapter.ts), `check` replays it
+// capability's index.ts hands its policy to bindPolicy, lib/pepr/adapter.ts), `check` replays it
 // (review.ts), and nothing else says which step runs on which objects. Pure data: no Pepr here.
-import { isPod, isWorkload, type KubeObject } from "../pod";
-import { isKind, POD, type KindRef, type Operation, type Policy } from "../policy";
+import { isPod, isWorkload, type KubeObject } from "../objects/pod";
+import { isKind, POD, type KindRef, type Operation, type Policy } from "../objects/policy";
 import type { Settings } from "../settings";
 import { groupOf, pluralOf } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";

@@ -4,7 +4,7 @@
 import { kindsInForce } from "../workload-kinds/in-force";
 import { workloadTargets } from "../workload-kinds/targets";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
-import type { RuntimeSource } from "../serving-runtimes";
+import type { RuntimeSource } from "../objects/serving-runtimes";
 import {
   containersChanged,
   isBeingDeleted,
@@ -13,9 +13,9 @@ import {
   podTemplateOf,
   workloadSpecChanged,
   type KubeObject,
-} from "../pod";
-import type { Operation, PodTarget, RuleContext, StoredVersion } from "../policy";
-import { isRecord } from "../record";
+} from "../objects/pod";
+import type { Operation, PodTarget, RuleContext, StoredVersion } from "../objects/policy";
+import { isRecord } from "../objects/record";
 import type { Settings } from "../settings";
 
 /**

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { K8s, kind } from "kubernetes-fluent-client";
-import type { KubeObject } from "../pod";
+import type { KubeObject } from "../objects/pod";
 import type { RegistryCredentials } from "./registry-client";
 
 /** Where Pepr runs the module (its Deployment, Service and Secrets). */

@@ -13,7 +13,7 @@ import * as https from "node:https";
 import { BlockList, isIP, isIPv4, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { parsePrefix } from "../image-reference";
+import { parsePrefix } from "../objects/image-reference";
 import { imageEgressRefused } from "../metrics";
 import type { Settings } from "../settings";
 import { bounded } from "./limits";

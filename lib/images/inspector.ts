@@ -2,7 +2,7 @@
 // a registry that fails makes the image "unknown". Why: docs/adr/0006-the-fix-follows-the-image.md
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { ImageRef } from "../image-reference";
+import type { ImageRef } from "../objects/image-reference";
 import { budgetExhausted, imageLookupDuration, imageLookups, observeImageCaches } from "../metrics";
 import type { Settings } from "../settings";
 import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";

@@ -1,7 +1,7 @@
 // Reads an image's config from its registry with the OCI distribution API, every step bounded;
 // never throws. Why: docs/adr/0006-the-fix-follows-the-image.md
 import { createHash } from "node:crypto";
-import type { ImageRef } from "../image-reference";
+import type { ImageRef } from "../objects/image-reference";
 import {
   apiHost,
   EGRESS_REFUSED,

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { collectDefaultMetrics } from "prom-client";
 import { metricsCollector } from "pepr";
-import { wrapPeprJson } from "../webhook-body-limit";
+import { wrapPeprJson } from "../pepr/webhook-body-limit";
 import { recordReview, registry } from "./index";
 
 const SERVED = Symbol.for("admission-guard.metrics-served");

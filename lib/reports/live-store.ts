@@ -2,8 +2,8 @@
 // server-side apply (one write replaces it whole), read once per namespace after a start so an
 // unchanged report is not written again.
 import { GenericKind, K8s, kind } from "kubernetes-fluent-client";
-import { describeError } from "../api-calls";
-import type { CoreEvent } from "../events";
+import { describeError } from "../cluster/api-calls";
+import type { CoreEvent } from "./events";
 import { REPORT_GVK, REPORT_NAME, type PolicyReport } from "./policy-report";
 import type { ReportStore } from "./scanner";
 

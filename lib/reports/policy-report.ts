@@ -3,9 +3,9 @@
 // an object's results come from the engine's answer; a namespace's report is built from its
 // objects' results. The watcher (lib/reports/scanner.ts) and `check --output policyreport` use it.
 import type { Answer } from "../engine";
-import type { KubeObject } from "../pod";
-import type { Policy } from "../policy";
-import type { Violation } from "../verdict";
+import type { KubeObject } from "../objects/pod";
+import type { Policy } from "../objects/policy";
+import type { Violation } from "../objects/verdict";
 
 export const REPORT_GVK = {
   group: "wgpolicyk8s.io",

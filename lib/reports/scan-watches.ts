@@ -1,17 +1,17 @@
 // The watcher's eyes for the PolicyReports and the fix Events: Pods, the built-in workload kinds
 // and the ML kinds (lib/reports/workload-kind-watch.ts), each listed in pages and watched by the
-// module itself (lib/list-watch.ts), every object handed to the report scan (and each Pod to the
+// module itself (lib/cluster/list-watch.ts), every object handed to the report scan (and each Pod to the
 // Events), then dropped. Not Pepr Watch bindings: each binding (kubernetes-fluent-client's Watcher)
 // keeps every object it has seen, whole (~33 MiB per 1,000 pods, docs/bench.md), which at 100,000
 // pods is gigabytes. The handlers are awaited: a scan whose queue is full slows the list that feeds
 // it, so the watcher holds a page and the scan's queue, never the cluster.
 import { GenericKind, kind, type GenericClass } from "kubernetes-fluent-client";
 import type { Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.js";
-import { describeError } from "../api-calls";
-import type { FixEvents } from "../events";
-import { ListWatch, listPaged, type ListWatchHandlers } from "../list-watch";
-import type { KubeObject } from "../pod";
-import type { Logger } from "../watched-store";
+import { describeError } from "../cluster/api-calls";
+import type { FixEvents } from "./events";
+import { ListWatch, listPaged, type ListWatchHandlers } from "../cluster/list-watch";
+import type { KubeObject } from "../objects/pod";
+import type { Logger } from "../cluster/watched-store";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import { scanKindOf, type ReportScanner } from "./scanner";
 import { gvkOf, WorkloadKindWatches, type Probe } from "./workload-kind-watch";

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { answer, madeByController, type EngineDeps } from "../engine";
-import { isPod, isWorkload, type KubeObject } from "../pod";
+import { isPod, isWorkload, type KubeObject } from "../objects/pod";
 import { kindsInForce } from "../workload-kinds/in-force";
 import { groupOf } from "../workload-kinds/kind-spec";
 import { isIgnoredNamespace } from "../settings";

@@ -2,14 +2,14 @@
 // PolicyReports. Not Pepr Watch bindings: Pepr's watcher gives up and exits when a watched resource
 // is not served, and most clusters lack most of these CRDs (and each binding keeps every object it
 // has seen, whole). Each kind is probed instead (a list, at the version of its table entry) until
-// its CRD is served, then listed in pages and watched (lib/list-watch.ts: lib/reports/scan-watches.ts
+// its CRD is served, then listed in pages and watched (lib/cluster/list-watch.ts: lib/reports/scan-watches.ts
 // gives the watch), every object handed to the report scan and dropped. A CRD installed later is
 // picked up at the next probe; one never installed costs a list a minute.
 import { GenericKind } from "kubernetes-fluent-client";
-import { describeError } from "../api-calls";
-import { isServed, ListWatch } from "../list-watch";
-import type { KubeObject } from "../pod";
-import type { Logger } from "../watched-store";
+import { describeError } from "../cluster/api-calls";
+import { isServed, ListWatch } from "../cluster/list-watch";
+import type { KubeObject } from "../objects/pod";
+import type { Logger } from "../cluster/watched-store";
 import { groupOf, pluralOf, versionOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
 
 export const PROBE_EVERY_MS = 60_000;
@@ -38,7 +38,7 @@ export const gvkOf = (spec: WorkloadKindSpec) => ({
   plural: pluralOf(spec),
 });
 
-/** A list of the kind's first object (lib/list-watch.ts isServed): 404, its CRD not installed. */
+/** A list of the kind's first object (lib/cluster/list-watch.ts isServed): 404, its CRD not installed. */
 const probeByListing: Probe = spec => isServed(gvkOf(spec));
 
 /** A list in pages, then a watch: each object handed over and dropped, none kept. */

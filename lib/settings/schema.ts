@@ -1,9 +1,9 @@
 // The settings' schema: every key with its default and its limits, and the named errors a bad
 // value gets. Defaults are here and only here.
 import * as z from "zod";
-import { parsePrefix } from "../image-reference";
+import { parsePrefix } from "../objects/image-reference";
 import { parseCidr } from "../images/egress";
-import { safeParseQuantity } from "../quantity";
+import { safeParseQuantity } from "../objects/quantity";
 import { FAILURE_POLICIES } from "../webhooks/arming";
 import { WorkloadKindsSchema } from "../workload-kinds/schema";
 import { BUILT_IN_KIND_NAMES } from "../workload-kinds/table";

@@ -5,9 +5,9 @@
 // a running replica arms them again within one round. A configuration an admin annotated
 // admission-guard.dev/disarm=true is set to Ignore and left so (lib/webhooks/arming.ts).
 import { K8s, kind } from "kubernetes-fluent-client";
-import { API_BUDGET_MS, describeError, withBudget } from "../api-calls";
+import { API_BUDGET_MS, describeError, withBudget } from "../cluster/api-calls";
 import { webhookArming, webhookFailClosed } from "../metrics";
-import type { Logger } from "../watched-store";
+import type { Logger } from "../cluster/watched-store";
 import {
   anyEndpointReady,
   armingPatch,

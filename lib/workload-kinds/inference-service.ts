@@ -2,14 +2,14 @@
 // component, the model's container from its ServingRuntime. Pure and total.
 // Why, and what is not modelled: docs/adr/0020-inference-service-built-as-kserve-builds-it.md
 import type { V1ObjectMeta, V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject } from "../pod";
-import { isRecord } from "../record";
+import type { KubeObject } from "../objects/pod";
+import { isRecord } from "../objects/record";
 import {
   chooseRuntime,
   describeFormat,
   type ModelFormat,
   type RuntimeSource,
-} from "../serving-runtimes";
+} from "../objects/serving-runtimes";
 import type { PodRole } from "./roles";
 
 export const COMPONENTS = ["predictor", "transformer", "explainer"] as const;

@@ -1,7 +1,7 @@
 // The small path language of workload kinds: `spec.pytorchReplicaSpecs.*.template`, where `*` is
 // every element of a list or every value of a map. Pure, and total on untrusted input: a missing
 // field or a field of the wrong type is no match, never a throw.
-import { isRecord } from "../record";
+import { isRecord } from "../objects/record";
 
 /** One step of a path: a field name, or "*" (every element of a list or value of a map). */
 export type Segment = string;

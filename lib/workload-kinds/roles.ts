@@ -1,11 +1,11 @@
 // The pod templates of a workload kind's object (its roles) and how many pods each makes at once.
 // Pure and total: a malformed object yields fewer roles, never a throw.
 import type { V1ObjectMeta, V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject, PodTemplateRef } from "../pod";
-import { isRecord } from "../record";
+import type { KubeObject, PodTemplateRef } from "../objects/pod";
+import { isRecord } from "../objects/record";
 import { groupOf, type CountTerm, type TemplateSpec, type WorkloadKindSpec } from "./kind-spec";
 import { findAll, findAt, parsePath, pathWith } from "./paths";
-import type { RuntimeSource } from "../serving-runtimes";
+import type { RuntimeSource } from "../objects/serving-runtimes";
 import { inferenceServiceRoles } from "./inference-service";
 
 /** One pod template of a workload and the pods it makes. */

@@ -1,8 +1,8 @@
 // A workload's pod templates as the policies' targets: a built-in workload's one, or one per role
 // of an ML kind (a PyTorchJob's Master and Worker). Pure.
-import { podTemplateOf, type KubeObject } from "../pod";
-import type { PodTarget } from "../policy";
-import type { RuntimeSource } from "../serving-runtimes";
+import { podTemplateOf, type KubeObject } from "../objects/pod";
+import type { PodTarget } from "../objects/policy";
+import type { RuntimeSource } from "../objects/serving-runtimes";
 import type { WorkloadKindSpec } from "./kind-spec";
 import { podRolesOf, workloadKindOf } from "./roles";
 

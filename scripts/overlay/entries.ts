@@ -9,7 +9,7 @@ import {
   OWNED_BY_LABEL,
   SYSTEM_NAMESPACES,
 } from "../../lib/settings";
-import { DRAIN_PATH } from "../../lib/webhook-body-limit";
+import { DRAIN_PATH } from "../../lib/pepr/webhook-body-limit";
 import { stringify } from "yaml";
 import { type KubeObject, type ListUpdate, type OverlayEntry, helmObjects } from "./apply";
 import { monitoring } from "./monitoring";
@@ -38,7 +38,7 @@ const NAMESPACE = "pepr-system";
 /** Measured by `npm run bench:scale -- --memory-limit 512`: at 100,000 pods the watcher settles at
  * 285 MiB (peak 357 MiB with churn); Pepr's 512Mi limit holds, the request is what it settles at. */
 export const WATCHER_MEMORY = { request: "384Mi", limit: "512Mi" };
-/** Covers the drain (lib/webhook-body-limit DRAIN_MS) and the hook's own 10 s timeout. */
+/** Covers the drain (lib/pepr/webhook-body-limit DRAIN_MS) and the hook's own 10 s timeout. */
 const GRACE_SECONDS = 15;
 /** Who may set the module's namespace keys unless the chart's values say otherwise. */
 const ADMIN_GROUPS = ["system:masters"];
@@ -252,7 +252,7 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
     // Helm refuses to adopt a namespace it did not create; `kubectl apply` says `configured` then.
     {
       name: "exemptions-namespace",
-      why: "Exemptions count only in a namespace labelled as the install's own (lib/exemptions.ts), so the install creates it; one a tenant made first grants nothing",
+      why: "Exemptions count only in a namespace labelled as the install's own (lib/exemptions/index.ts), so the install creates it; one a tenant made first grants nothing",
       summary: exemptionsNamespace.length
         ? `namespace ${settings.exemptions.namespace} owned by the install`
         : "no Exemptions namespace (exemptions off)",

@@ -7,9 +7,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { capabilities, policies } from "../../capabilities";
 import { describeSource, loadManifests, type InputObject } from "../../cli/manifests";
-import { SnapshotCluster } from "../../lib/cluster";
-import { configureAdmission } from "../../lib/pepr-adapter";
-import type { KubeObject } from "../../lib/pod";
+import { SnapshotCluster } from "../../lib/cluster/view";
+import { configureAdmission } from "../../lib/pepr/adapter";
+import type { KubeObject } from "../../lib/objects/pod";
 import { moduleEnvironment, settingsFromEnv } from "../../lib/settings";
 import cfg from "../../package.json";
 import {

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { stringify } from "yaml";
 import type { V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";

@@ -12,7 +12,7 @@
 // namespace) in the same namespace; for each pod that did reach the module through the API server,
 // both verdicts must be the same. securityContext.mutate is off: a fix is not what makes a pod
 // pass. The ServiceAccount area is off too: only the security-context verdict is compared.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { LEVEL_CASES } from "../fixtures/security-context/levels";
 import { admit } from "../support/admission";
 import { applyObjects, connect, namespace, useModule } from "./support/cluster";

@@ -4,7 +4,7 @@
 // plugin — with the same numbers the quota plugin uses and fixes that work when followed.
 import { join } from "node:path";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import type { V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { runCheck } from "../support/check-command";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";

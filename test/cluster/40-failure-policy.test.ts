@@ -5,7 +5,7 @@
 // it is down, kube-system keeps working (the namespaceSelector leaves it out), and the module
 // recovers when the controller is back.
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
 import { KubeClient, pathOf } from "./support/kube-client";

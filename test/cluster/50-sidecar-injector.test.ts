@@ -6,7 +6,7 @@
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { createServer, type Server } from "node:https";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { createTestCerts, type TestCerts } from "../support/certs";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";

@@ -5,7 +5,7 @@
 // proven is the apply-time verdict, the one that spares a half-started gang.
 import { join } from "node:path";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";

@@ -6,7 +6,7 @@
 // Knative revision or Deployment would show the quota failure in its events.
 import { join } from "node:path";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";

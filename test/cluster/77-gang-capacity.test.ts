@@ -4,7 +4,7 @@
 // pod's node fit pass, and the same job at 40 workers admitted. The nodes are deleted afterwards:
 // the later files judge node fit against the nodes they make themselves.
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { eventually } from "../support/wait";
 import { addNode, applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
 import { installCrds, ML_CRDS } from "./support/crds";

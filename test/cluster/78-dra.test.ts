@@ -5,7 +5,7 @@
 // makes one per pod from the template, after the pod was admitted): a Deployment over quota is
 // accepted, and its claims fail later. The module refuses it at apply, with the numbers.
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";
 

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";

@@ -4,7 +4,7 @@
 // the pod to its image's own user. Without the Secret the image is unknown, and the pod is told.
 import type { V1PodSpec } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { TestRegistry } from "../support/registry";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "./support/cluster";

@@ -4,7 +4,7 @@
 // defaulting, validation and admission; nothing stored). check's schemaProblems must give the same
 // answer: accepted ⇔ no problems.
 import { schemaProblems } from "../../cli/schema";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { knownDifferences, NS, serverCases, type ServerCase } from "../support/api-server-cases";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, namespace } from "./support/cluster";

@@ -5,8 +5,8 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { KubeObject } from "../../lib/pod";
-import type { Policy } from "../../lib/policy";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { Policy } from "../../lib/objects/policy";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { copyModule, type ModuleCopy } from "../support/module-copy";
@@ -51,8 +51,8 @@ beforeAll(async () => {
     "capabilities/explodes/index.ts",
     [
       'import { Capability } from "pepr";',
-      'import { bindPolicy } from "../../lib/pepr-adapter";',
-      'import type { Policy } from "../../lib/policy";',
+      'import { bindPolicy } from "../../lib/pepr/adapter";',
+      'import type { Policy } from "../../lib/objects/policy";',
       "const policy: Policy = {",
       '  name: "explodes",',
       '  description: "Throws in its fix on pods labelled explode=true",',

@@ -4,7 +4,7 @@
 import { HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
 import { useEnvironment } from "../support/environment";
 import { recordedFixes } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { NS_KEYS } from "../../lib/settings";
 import { admit, podCreateReview, workloadReview, type AdmitResult } from "../support/admission";
 import { withoutPeprAnnotations, canonical } from "../support/parity";

@@ -2,7 +2,7 @@
 // pods moved into hello-pepr's demo namespace, and the awkward inputs. Shared by the admission
 // and parity suites so both cover exactly the same cases.
 import { HELLO_DENY_LABEL } from "../../hello-pepr";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { seedWorkloads } from "../support/manifests";
 
 export const DEMO_NS = "pepr-demo";

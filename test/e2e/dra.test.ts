@@ -3,7 +3,7 @@
 // controller's probe finds v1 and v1beta2 missing (404) and watches v1beta1. Every case also runs
 // through lib/engine review() over a snapshot of the same objects (what `check` runs): the webhook
 // and `check` must agree, word for word.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { startController, type Controller } from "../support/controller";
 import { checkParity } from "../support/parity";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";

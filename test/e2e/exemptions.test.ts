@@ -1,9 +1,9 @@
 // Exemptions through the real controller: the Exemption reaches it through its watch of the
-// exemptions namespace (lib/cluster-live.ts), the next request follows it, and the controller's
+// exemptions namespace (lib/cluster/live.ts), the next request follows it, and the controller's
 // own webhook judges Exemptions as they are written.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { admit } from "../support/admission";
 import { useEnvironment } from "../support/environment";

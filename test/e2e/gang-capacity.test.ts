@@ -1,7 +1,7 @@
 // Whole-gang capacity through the real built controller and through `check`'s engine on a snapshot
 // of the same cluster (40 eight-GPU nodes, 5 of them tainted for another team): the same verdict,
 // message and warnings for each kind of gang, and for an UPDATE that grows one.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { useEnvironment } from "../support/environment";
 import { checkParity } from "../support/parity";
 

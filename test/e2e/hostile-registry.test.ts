@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { runCheck } from "../support/check-command";
 import { startEnvironment, type Environment } from "../support/environment";

@@ -3,7 +3,7 @@
 // pod into tens of thousands of SubjectAccessReviews (the stand-in API records each one).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit, podCreateReview, type AdmissionResponse } from "../support/admission";
 import { runCheck } from "../support/check-command";
 import { startEnvironment, type Environment } from "../support/environment";

@@ -3,7 +3,7 @@
 // images.plainHttp allows), `check --inspect-images` reads the same and says the same, and a
 // registry that is slow or gone costs at most the budget and is never a denial by itself.
 import { ImageInspector } from "../../lib/images/inspector";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { startEnvironment, type Environment } from "../support/environment";
 import { checkParity } from "../support/parity";

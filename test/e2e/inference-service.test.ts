@@ -3,7 +3,7 @@
 // stand-in API) and through `check`'s engine on a snapshot of the same cluster: the same verdict,
 // denial and warnings, word for word, for each case.
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { useEnvironment } from "../support/environment";
 import { loadManifests } from "../support/manifests";

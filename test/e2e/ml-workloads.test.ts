@@ -2,7 +2,7 @@
 // LeaderWorkerSet, ...), over HTTPS, and through `check`'s engine on a snapshot of the same cluster:
 // the same verdict, message and warnings for every fixture and its variants.
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { useEnvironment } from "../support/environment";
 import { loadManifests } from "../support/manifests";

@@ -1,8 +1,8 @@
-// Namespace modes reach the controller through its watch on namespaces (lib/cluster-live.ts):
+// Namespace modes reach the controller through its watch on namespaces (lib/cluster/live.ts):
 // a label set on the Namespace in the stand-in arrives as a watch event, and the next request
 // follows it. Also: the controller keeps answering from its caches while the API is down, and
 // picks up changes once it is back.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { startEnvironment, useEnvironment } from "../support/environment";
 import { NS_KEYS } from "../../lib/settings";
 import { admit } from "../support/admission";

@@ -2,7 +2,7 @@
 // as on a large cluster or a busy API server): a namespace's mode and labels are unknown, not
 // "unlabelled". A request in a namespace labelled warn is judged in warn mode all the same — the
 // controller reads that namespace once through the API — and never enforced by mistake.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";

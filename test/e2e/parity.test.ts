@@ -1,7 +1,7 @@
 // The webhook and `check` must never disagree: every e2e case through the real controller and
 // through lib/engine review() over a snapshot of the same cluster gives the same verdict, the
 // same denial message and the same resulting pod (Pepr's own annotations aside).
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { useEnvironment } from "../support/environment";
 import { checkParity } from "../support/parity";
 import {

@@ -1,7 +1,7 @@
 // payload-size through the real controller (npm run build first): oversize objects get our
 // readable denial, also above the 2 MB body limit Pepr's server starts with (raised at start-up by
-// lib/webhook-body-limit.ts); parity with review() on each case.
-import type { KubeObject } from "../../lib/pod";
+// lib/pepr/webhook-body-limit.ts); parity with review() on each case.
+import type { KubeObject } from "../../lib/objects/pod";
 import type { SettingsInput } from "../../lib/settings";
 import { workloadReview } from "../support/admission";
 import { startController, type Controller } from "../support/controller";

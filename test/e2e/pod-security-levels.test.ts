@@ -2,7 +2,7 @@
 // namespace's node exporter is admitted unchanged; a baseline namespace's root pod keeps its
 // user, a privileged container there is denied naming baseline; an unlabelled namespace is
 // restricted. And `check` (lib/engine review) agrees with the webhook on every such case.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { checkParity } from "../support/parity";

@@ -2,7 +2,7 @@
 // UPDATE of pods/ephemeralcontainers). Through the real controller against the stand-in, each
 // answer compared with the offline review (`check`'s engine) of the same request.
 import type { V1EphemeralContainer, V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { checkParity, settingsEnv } from "../support/parity";

@@ -3,7 +3,7 @@
 // watch events. Every case is also run through lib/engine review() over a snapshot of the same
 // cluster (what `check` runs): the two front doors must agree.
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT, startController, type Controller } from "../support/controller";
 import { node } from "./cases";
 import { loadManifests } from "../support/manifests";

@@ -5,7 +5,7 @@
 // (namespaces, quotas, LimitRanges, nodes), ServiceAccount server-side apply, SubjectAccessReviews.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { describeAttributes } from "../support/authorization";
 import { REPO_ROOT, startController, startWatcher, type Controller } from "../support/controller";
@@ -99,7 +99,7 @@ async function start(rbac: ModuleRbac, rbacObjects = rbac.objects) {
       plural: pluralOf(k),
       namespaced: true,
     });
-  // DRA served (resource.k8s.io/v1beta1, as a 1.32 API server with DRA on): the caches of lib/dra-live.ts.
+  // DRA served (resource.k8s.io/v1beta1, as a 1.32 API server with DRA on): the caches of lib/cluster/dra-live.ts.
   for (const [kind, plural, namespaced] of [
     ["ResourceClaimTemplate", "resourceclaimtemplates", true],
     ["DeviceClass", "deviceclasses", false],

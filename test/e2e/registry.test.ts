@@ -1,6 +1,6 @@
 // image-registry through the real controller (npm run build first), settings given the way an
 // admin gives them (controller environment), each case checked for parity with review().
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import type { SettingsInput } from "../../lib/settings";
 import { startController, type Controller } from "../support/controller";
 import { checkParity, settingsEnv } from "../support/parity";

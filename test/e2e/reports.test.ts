@@ -1,7 +1,7 @@
 // Reports and Events through the real module: Pepr's watcher (the built bundle with
 // PEPR_WATCH_MODE=true, as the watcher Deployment runs it) sees the Pods and workloads the
 // stand-in holds, writes one PolicyReport per namespace and an Event on each pod the module fixed.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import type { PolicyReport } from "../../lib/reports/policy-report";
 import { startWatcher, type Controller } from "../support/controller";
 import { useEnvironment } from "../support/environment";

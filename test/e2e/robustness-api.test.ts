@@ -2,8 +2,8 @@
 // webhook timeout (10 s), with the documented fail mode (capabilities/service-account/README.md:
 // the pod stays on "default" and the validator denies, naming the ServiceAccount and the kubectl
 // command), and admission works again once the API server is back.
-import { API_BUDGET_MS } from "../../lib/api-calls";
-import type { KubeObject } from "../../lib/pod";
+import { API_BUDGET_MS } from "../../lib/cluster/api-calls";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit, type AdmitResult } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { eventually, cachesSynced } from "../support/wait";

@@ -3,7 +3,7 @@
 // whose account does not exist after the mutating webhook is refused with the API server's own
 // message). An account deleted by an admin is created again by the next pod; a dry run creates
 // nothing and never gets that refusal; pods admitted at once share one create.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit, serviceAccountNotFound, type AdmitResult } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { eventually } from "../support/wait";

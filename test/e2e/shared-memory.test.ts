@@ -4,7 +4,7 @@
 // namespace label, and with sharedMemory.mount: all.
 import { join } from "node:path";
 import { SHM_VOLUME } from "../../capabilities/shared-memory/rules";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { useEnvironment } from "../support/environment";
 import { loadManifests } from "../support/manifests";

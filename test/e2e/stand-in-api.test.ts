@@ -1,8 +1,8 @@
 // The stand-in API on its own (no controller): what the harness promises other suites.
 import { K8s, kind } from "kubernetes-fluent-client";
 import { Agent } from "node:https";
-import type { KubeObject } from "../../lib/pod";
-import { serviceAccountUser } from "../../lib/rbac";
+import type { KubeObject } from "../../lib/objects/pod";
+import { serviceAccountUser } from "../../lib/objects/rbac";
 import { requestAttributes } from "../support/authorization";
 import { sendHttps } from "../support/https";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";

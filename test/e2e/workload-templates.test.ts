@@ -2,7 +2,7 @@
 // controller (its mutating webhook receives workloads when the module is built with the setting),
 // answered as the offline review answers it.
 import type { V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { checkParity, settingsEnv } from "../support/parity";

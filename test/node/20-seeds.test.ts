@@ -8,7 +8,7 @@
 // serves (reads its model, writes nothing).
 import { join } from "node:path";
 import type { V1Container, V1PodSpec } from "@kubernetes/client-node";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { loadManifests } from "../support/manifests";
 import { eventually } from "../support/wait";

@@ -4,7 +4,7 @@
 // the kubelet's.
 import { chmodSync, mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
 import { imageOf } from "./support/shapes";

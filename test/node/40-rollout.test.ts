@@ -4,7 +4,7 @@
 // the quota until an old pod goes. The module must not stall it by refusing the new ReplicaSet
 // (counted whole against the full quota) that the Deployment controller creates.
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { eventually } from "../support/wait";
 import { applyObjects, connect, kubectl, namespace, useModule } from "../cluster/support/cluster";
 import { nodeModuleEnv, serverContainer, table, removeNamespaces } from "./support/workloads";

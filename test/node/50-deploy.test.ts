@@ -8,7 +8,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { moduleYamlPath } from "../support/module-rbac";
 import { REPO_ROOT } from "../support/controller";
 import { eventually } from "../support/wait";

@@ -3,7 +3,7 @@
 // schemaProblems gives the same answer offline; test/cluster/95-check-vs-api-server.test.ts asks
 // the real API server and asserts both. Where OpenAPI (kubernetes-models) and the server disagree,
 // the server decides: see cli/schema.ts.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 
 /** The namespace every namespaced case is in (the cluster test creates it). */
 export const NS = "check-vs-api";

@@ -9,9 +9,9 @@
 // server-side apply (PATCH application/apply-patch+yaml) is authorized as patch; when the object
 // does not exist yet, the API server also checks create for that name before it creates it
 // (handlers/patch.go createAuthorizerAttributes) — both verbs are needed to create by apply.
-import type { KubeObject } from "../../lib/pod";
-import { isRecord } from "../../lib/record";
-import { RbacIndex, strings, type AccessRequest } from "../../lib/rbac";
+import type { KubeObject } from "../../lib/objects/pod";
+import { isRecord } from "../../lib/objects/record";
+import { RbacIndex, strings, type AccessRequest } from "../../lib/objects/rbac";
 
 /** The resource attributes of one request; undefined for a non-resource request (/healthz, /api). */
 export type RequestAttributes = Omit<AccessRequest, "user" | "groups">;

@@ -1,6 +1,6 @@
 // A stand-in API with the real controller in front of it, started and stopped together: what the
 // e2e suites and the demo need. `useEnvironment` wires it into a jest suite.
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { startController, type Controller, type ControllerOptions } from "./controller";
 import { startStandIn, type StandInApi, type StandInOptions } from "./stand-in-api";
 import { cachesSynced } from "./wait";

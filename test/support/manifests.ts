@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "./controller";
 
 export interface Manifest {

@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import type { KubeObject } from "../../lib/pod";
-import { serviceAccountUser } from "../../lib/rbac";
+import type { KubeObject } from "../../lib/objects/pod";
+import { serviceAccountUser } from "../../lib/objects/rbac";
 import { describeAttributes, type Identity } from "./authorization";
 import { REPO_ROOT } from "./controller";
 import type { RecordedRequest } from "./stand-in-api";

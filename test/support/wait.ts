@@ -19,7 +19,7 @@ export async function eventually<T>(
   }
 }
 
-/** The kinds lib/cluster-live.ts watches in the admission process. */
+/** The kinds lib/cluster/live.ts watches in the admission process. */
 export const CACHED_KINDS = [
   "Namespace",
   "ResourceQuota",

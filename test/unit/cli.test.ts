@@ -4,7 +4,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { policies } from "../../capabilities/index";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { runCheck as spawnCheck } from "../support/check-command";
 import { REPO_ROOT as root } from "../support/controller";
 import { demoPodYaml, run, tempTree } from "./check-helpers";

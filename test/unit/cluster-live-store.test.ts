@@ -1,9 +1,9 @@
 // The watched caches the admission path reads: per-namespace lookups and the all-items array must
 // follow every watch event (add, modify, move between namespaces, delete) without rescanning.
 import { kind, type KubernetesObject } from "kubernetes-fluent-client";
-import { describeError } from "../../lib/api-calls";
-import { LiveCluster } from "../../lib/cluster-live";
-import { WatchedStore } from "../../lib/watched-store";
+import { describeError } from "../../lib/cluster/api-calls";
+import { LiveCluster } from "../../lib/cluster/live";
+import { WatchedStore } from "../../lib/cluster/watched-store";
 
 const obj = (namespace: string, name: string, rv = "1"): KubernetesObject => ({
   metadata: { namespace, name, resourceVersion: rv },

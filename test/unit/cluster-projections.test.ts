@@ -1,4 +1,4 @@
-// What the admission process's caches keep of each object (lib/cluster-live.ts projections): a
+// What the admission process's caches keep of each object (lib/cluster/live.ts projections): a
 // realistic GPU node (50 images, conditions, managed fields, nodeInfo) shrinks to what node fit and
 // the image platform read, and the rules answer the same on the reduced nodes as on the whole ones;
 // namespaces keep what every rule reads; quotas, LimitRanges and Exemptions lose only bookkeeping;
@@ -12,18 +12,18 @@ import type {
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { resourceQuotaPolicy } from "../../capabilities/resource-quota/policy";
 import { platformOf } from "../../capabilities/security-context/image-user";
-import { namespaceInfoOf, SnapshotCluster } from "../../lib/cluster";
+import { namespaceInfoOf, SnapshotCluster } from "../../lib/cluster/view";
 import {
   LiveCluster,
   namespaceAsRead,
   nodeAsRead,
   withoutBookkeeping,
-} from "../../lib/cluster-live";
+} from "../../lib/cluster/live";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
-import type { RuleContext } from "../../lib/policy";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { RuleContext } from "../../lib/objects/policy";
 import { defaultSettings } from "../../lib/settings";
-import { formatViolation } from "../../lib/verdict";
+import { formatViolation } from "../../lib/objects/verdict";
 
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 

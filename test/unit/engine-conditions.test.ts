@@ -3,7 +3,7 @@
 // gate, the mutating step and the trace it leaves, read back by the validating step.
 import { policies } from "../../capabilities";
 import { exemptionsPolicy } from "../../capabilities/exemptions/policy";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import {
   answer,
   applicability,
@@ -23,11 +23,11 @@ import {
   templateIsFixed,
   type EngineDeps,
 } from "../../lib/engine";
-import { recordedFixFailures, recordFixFailures } from "../../lib/fix-trace";
-import type { KubeObject } from "../../lib/pod";
-import { CONFIG_MAP, type Operation, type Policy } from "../../lib/policy";
+import { recordedFixFailures, recordFixFailures } from "../../lib/objects/fix-trace";
+import type { KubeObject } from "../../lib/objects/pod";
+import { CONFIG_MAP, type Operation, type Policy } from "../../lib/objects/policy";
 import { parseSettings, type Settings } from "../../lib/settings";
-import type { Violation } from "../../lib/verdict";
+import type { Violation } from "../../lib/objects/verdict";
 
 const NS = "team";
 const MODE = "admission-guard.dev/mode";

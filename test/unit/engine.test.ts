@@ -8,12 +8,12 @@ import {
   recordedFixes,
   applicability,
 } from "../../lib/engine";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { defaultSettings, parseSettings } from "../../lib/settings";
 import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../hello-pepr";
 import { imageRegistryPolicy } from "../../capabilities/image-registry/policy";
-import { containersChanged, type KubeObject } from "../../lib/pod";
-import type { Policy } from "../../lib/policy";
+import { containersChanged, type KubeObject } from "../../lib/objects/pod";
+import type { Policy } from "../../lib/objects/policy";
 
 const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",

@@ -8,8 +8,8 @@ import {
   REMEMBERED,
   TokenBucket,
   type CoreEvent,
-} from "../../lib/events";
-import type { KubeObject } from "../../lib/pod";
+} from "../../lib/reports/events";
+import type { KubeObject } from "../../lib/objects/pod";
 
 const NOW = Date.parse("2026-11-30T12:00:00Z");
 

@@ -1,7 +1,7 @@
 // Exemptions: matching, expiry, the namespace rule, and what the engine does with them, over the
 // module's real policies (no Pepr, no cluster: a snapshot holds the Exemptions).
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { answer, mutate, review } from "../../lib/engine";
 import {
   applicableExemptions,
@@ -14,7 +14,7 @@ import {
   waives,
   type Exemption,
 } from "../../lib/exemptions";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings, type Settings } from "../../lib/settings";
 
 const DAY = 24 * 60 * 60 * 1000;

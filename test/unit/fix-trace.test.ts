@@ -1,7 +1,7 @@
-// The trace the mutating webhook leaves (lib/fix-trace.ts), read back as the validating
+// The trace the mutating webhook leaves (lib/objects/fix-trace.ts), read back as the validating
 // webhook, the Events and the reports read it: parsed once per value, the same answer every time.
 import { recordedFixes, recordFixes } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { NS_KEYS } from "../../lib/settings";
 
 const traced = (value: string): KubeObject => ({

@@ -4,7 +4,11 @@
 import { Agent, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
-import { DRAIN_PATH, installGracefulDrain, isLoopbackPeer } from "../../lib/webhook-body-limit";
+import {
+  DRAIN_PATH,
+  installGracefulDrain,
+  isLoopbackPeer,
+} from "../../lib/pepr/webhook-body-limit";
 
 // The express Pepr loads, as the module finds it.
 const express = createRequire(require.resolve("pepr"))("express");

@@ -38,14 +38,14 @@ import {
   AccessReviews,
   MAX_REVIEWS_IN_FLIGHT,
   REVIEWS_PER_REQUEST,
-} from "../../lib/access-reviews";
-import { CallSlots } from "../../lib/api-calls";
-import { SnapshotCluster } from "../../lib/cluster";
+} from "../../lib/cluster/access-reviews";
+import { CallSlots } from "../../lib/cluster/api-calls";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
-import type { RbacEvaluator } from "../../lib/rbac";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { RbacEvaluator } from "../../lib/objects/rbac";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
-import { formatViolation } from "../../lib/verdict";
+import { formatViolation } from "../../lib/objects/verdict";
 
 const NS = "ml";
 

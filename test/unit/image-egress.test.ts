@@ -5,8 +5,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
-import { LiveCluster } from "../../lib/cluster-live";
+import { SnapshotCluster } from "../../lib/cluster/view";
+import { LiveCluster } from "../../lib/cluster/live";
 import { review } from "../../lib/engine";
 import {
   addressAllowed,
@@ -19,8 +19,8 @@ import {
 import { ImageInspector } from "../../lib/images/inspector";
 import { bounded, LookupLimits } from "../../lib/images/limits";
 import { fetchImageConfig, REASONS, type ClientOptions } from "../../lib/images/registry-client";
-import { parseImage, type ImageRef } from "../../lib/image-reference";
-import type { KubeObject } from "../../lib/pod";
+import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
+import type { KubeObject } from "../../lib/objects/pod";
 import { parseSettings } from "../../lib/settings";
 import { TestRegistry } from "../support/registry";
 

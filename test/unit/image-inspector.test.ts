@@ -2,11 +2,11 @@
 // loopback, in each way a real one answers — anonymous, Bearer tokens, image indexes — and in each
 // way one fails. Whatever the registry does, the answer is "known" or "unknown" within the budget:
 // never a throw, never a hang.
-import { LiveCluster } from "../../lib/cluster-live";
+import { LiveCluster } from "../../lib/cluster/live";
 import { ImageInspector } from "../../lib/images/inspector";
 import { egressPolicy } from "../../lib/images/egress";
 import { fetchImageConfig, parseChallenge, REASONS } from "../../lib/images/registry-client";
-import { parseImage, type ImageRef } from "../../lib/image-reference";
+import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
 import { TestRegistry } from "../support/registry";
 import { eventually } from "../support/wait";
 

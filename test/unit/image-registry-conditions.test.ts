@@ -1,14 +1,14 @@
 // The conditions that decide an image-registry violation or fix, one case each side of the line:
 // cases mutation testing (npm run test:mutation) found no test for.
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import { imageRegistryPolicy } from "../../capabilities/image-registry/policy";
-import { parseImage, type ImageRef } from "../../lib/image-reference";
+import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
 import { mirrorImage, mirrorsOf, rewriteToMirrors } from "../../capabilities/image-registry/rules";
 import { contextFor } from "../../lib/engine";
-import { podTemplateOf } from "../../lib/pod";
+import { podTemplateOf } from "../../lib/objects/pod";
 
 const settings = (registries: SettingsInput["registries"]) => parseSettings({ registries });
 

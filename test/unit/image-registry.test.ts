@@ -1,14 +1,19 @@
 import fc from "fast-check";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { contextFor, review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
-import { formatViolation } from "../../lib/verdict";
+import { formatViolation } from "../../lib/objects/verdict";
 import { imageRegistryPolicy } from "../../capabilities/image-registry/policy";
-import { parseImage, parsePrefix, underPrefix, type ImageRef } from "../../lib/image-reference";
+import {
+  parseImage,
+  parsePrefix,
+  underPrefix,
+  type ImageRef,
+} from "../../lib/objects/image-reference";
 import { mirrorImage, mirrorsOf } from "../../capabilities/image-registry/rules";
 import { restrictedVolumes } from "../../capabilities/security-context/checks/restrictedVolumes";
-import { podTemplateOf } from "../../lib/pod";
+import { podTemplateOf } from "../../lib/objects/pod";
 import { run as runCli, tempTree } from "./check-helpers";
 
 const DIGEST = `sha256:${"a".repeat(64)}`;

@@ -5,11 +5,11 @@
 // reference (InferenceService, ComponentExtensionSpec, ModelSpec, ServingRuntimeSpec).
 import { join } from "node:path";
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
-import { chooseRuntime, servingRuntimeAsRead } from "../../lib/serving-runtimes";
-import { ServingRuntimeCaches } from "../../lib/serving-runtime-cache";
+import type { KubeObject } from "../../lib/objects/pod";
+import { chooseRuntime, servingRuntimeAsRead } from "../../lib/objects/serving-runtimes";
+import { ServingRuntimeCaches } from "../../lib/cluster/serving-runtime-cache";
 import { defaultSettings, parseSettings, type Settings } from "../../lib/settings";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import { inferenceServiceRoles } from "../../lib/workload-kinds/inference-service";

@@ -1,10 +1,10 @@
 // The conditions that decide a labels violation, warning or fix, one case each side of the line:
 // cases mutation testing (npm run test:mutation) found no test for.
 import { carryAppLabel, checkLabels, COMPONENT_LABEL } from "../../capabilities/labels/rules";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { contextFor, review } from "../../lib/engine";
 import { labelsPolicy } from "../../capabilities/labels/policy";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { NS_KEYS, parseSettings, type SettingsInput } from "../../lib/settings";
 
 const pod = (metadata: Record<string, unknown>): KubeObject => ({

@@ -5,9 +5,9 @@ import {
   NAME_LABEL,
   carryAppLabel,
 } from "../../capabilities/labels/rules";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { contextFor, review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import * as fc from "fast-check";
 

@@ -1,4 +1,4 @@
-// ListWatch (lib/list-watch.ts) and WatchedStore on it, against the stand-in API started in this
+// ListWatch (lib/cluster/list-watch.ts) and WatchedStore on it, against the stand-in API started in this
 // process (HTTPS, its kubeconfig as KUBECONFIG: the same config path as in a cluster): lists come in
 // pages of pageSize, each object handed over before the next page is asked for; the watch resumes
 // from the last resourceVersion (events and bookmarks) after its stream ends or the connection
@@ -13,9 +13,9 @@ import {
   type ListWatchHandlers,
   type ListWatchOptions,
   type ListWatchPhase,
-} from "../../lib/list-watch";
-import type { KubeObject } from "../../lib/pod";
-import { WatchedStore } from "../../lib/watched-store";
+} from "../../lib/cluster/list-watch";
+import type { KubeObject } from "../../lib/objects/pod";
+import { WatchedStore } from "../../lib/cluster/watched-store";
 import { createTestCerts, type TestCerts } from "../support/certs";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";
 import { eventually } from "../support/wait";

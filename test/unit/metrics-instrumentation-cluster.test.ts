@@ -2,7 +2,7 @@
 // and the cluster view's watch caches on /metrics. The API client is a fake: reviews answer, fail
 // or never answer; list-watches are fakes whose handlers the tests drive (a list completed, a
 // watch failing).
-import type { ListWatchHandlers } from "../../lib/list-watch";
+import type { ListWatchHandlers } from "../../lib/cluster/list-watch";
 
 let mockReviewError: unknown;
 let mockStall = false;
@@ -14,7 +14,7 @@ interface MockListWatch {
 }
 const mockListWatches: MockListWatch[] = [];
 
-jest.mock("../../lib/list-watch", () => ({
+jest.mock("../../lib/cluster/list-watch", () => ({
   ListWatch: class {
     synced = false;
     constructor(
@@ -48,9 +48,9 @@ jest.mock("kubernetes-fluent-client", () => {
 
 import { GenericKind, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import { checkSecretAccess } from "../../capabilities/service-account/secret-access";
-import { AccessReviews, REVIEWS_PER_REQUEST } from "../../lib/access-reviews";
-import { SnapshotCluster, type ClusterView } from "../../lib/cluster";
-import { LiveCluster } from "../../lib/cluster-live";
+import { AccessReviews, REVIEWS_PER_REQUEST } from "../../lib/cluster/access-reviews";
+import { SnapshotCluster, type ClusterView } from "../../lib/cluster/view";
+import { LiveCluster } from "../../lib/cluster/live";
 import { contextFor } from "../../lib/engine";
 import {
   apiCallDuration,
@@ -59,10 +59,10 @@ import {
   cacheAge,
   cacheSynced,
 } from "../../lib/metrics";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
-import type { PodTarget } from "../../lib/policy";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
+import type { PodTarget } from "../../lib/objects/policy";
 import { parseSettings } from "../../lib/settings";
-import { WatchedStore } from "../../lib/watched-store";
+import { WatchedStore } from "../../lib/cluster/watched-store";
 import { MetricsDelta, valueOf } from "./metrics-instrumentation-support";
 
 const CALLS = "admission_guard_api_calls_total";

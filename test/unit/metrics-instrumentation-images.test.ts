@@ -6,7 +6,7 @@ import { egressPolicy, guardedLookup } from "../../lib/images/egress";
 import { ImageInspector, imageInspectorFor } from "../../lib/images/inspector";
 import { LookupLimits } from "../../lib/images/limits";
 import { REASONS } from "../../lib/images/registry-client";
-import { parseImage, type ImageRef } from "../../lib/image-reference";
+import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
 import {
   budgetExhausted,
   imageCacheBytes,

@@ -2,9 +2,9 @@
 // writes and how long a change takes to reach one, and the fix Events. The real scanner over a
 // snapshot with the module's policies, reports to a list (as test/unit/reports.test.ts does).
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import type { EngineDeps } from "../../lib/engine";
-import { FixEvents } from "../../lib/events";
+import { FixEvents } from "../../lib/reports/events";
 import {
   fixEvents,
   reportLag,
@@ -12,7 +12,7 @@ import {
   watcherObjectsJudged,
   watcherQueueDepth,
 } from "../../lib/metrics";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import type { PolicyReport } from "../../lib/reports/policy-report";
 import { ReportScanner, type ReportStore } from "../../lib/reports/scanner";
 import { ScannerOverApi } from "./report-scan-support";

@@ -2,9 +2,9 @@
 // each role's template with the fixes simulated, the gang's quota at once, node fit per role,
 // Kueue, updates, and the platform's own kinds.
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { answer, mutate, review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings, type Settings } from "../../lib/settings";
 import { TRAINING_RUN_KIND } from "../fixtures/ml/training-run-kind";
 

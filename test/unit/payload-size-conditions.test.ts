@@ -1,9 +1,9 @@
 // The payload-size rules' core conditions, one behaviour per group: where a limit starts to deny,
 // what switches a check off, how an UPDATE compares with the stored version, what bytes are
 // counted, and which parts a denial names.
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { answer, contextFor, review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import { workloadTargets } from "../../lib/workload-kinds/targets";

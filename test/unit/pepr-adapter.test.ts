@@ -1,18 +1,18 @@
 // The Pepr front door alone: Pepr's own request objects in, Pepr's answers out, with the engine
-// behind (lib/pepr-adapter.ts). What it must add: nothing of its own but the translation.
+// behind (lib/pepr/adapter.ts). What it must add: nothing of its own but the translation.
 import { randomUUID } from "node:crypto";
 import { Capability, PeprMutateRequest, PeprValidateRequest } from "pepr";
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import { HELLO_DENY_LABEL, HELLO_LABEL, helloPeprPolicy } from "../../hello-pepr";
-import { SnapshotCluster, type ClusterView } from "../../lib/cluster";
+import { SnapshotCluster, type ClusterView } from "../../lib/cluster/view";
 import {
   configureAdmission,
   policiesOf,
   policyActions,
   sharedActions,
-} from "../../lib/pepr-adapter";
-import type { KubeObject } from "../../lib/pod";
-import type { Policy } from "../../lib/policy";
+} from "../../lib/pepr/adapter";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { Policy } from "../../lib/objects/policy";
 import { defaultSettings } from "../../lib/settings";
 
 const NS = "pepr-demo";

@@ -1,7 +1,7 @@
 // Pepr's request copy (ramda's clone, quadratic in alike entries) swapped for a linear one in the
-// ramda Pepr itself resolves (lib/pepr-clone.ts). What it copies must come out the same.
+// ramda Pepr itself resolves (lib/pepr/clone.ts). What it copies must come out the same.
 import { createRequire } from "node:module";
-import { installLinearClone, linearClone } from "../../lib/pepr-clone";
+import { installLinearClone, linearClone } from "../../lib/pepr/clone";
 
 const peprRamda = () =>
   createRequire(require.resolve("pepr"))("ramda") as { clone: (v: unknown) => unknown };

@@ -4,16 +4,16 @@
 // snapshot) keeps the setting.
 import { policies } from "../../capabilities";
 import { clusterPolicyVersion, evaluated } from "../../capabilities/security-context/policy";
-import { SnapshotCluster, type ClusterView } from "../../lib/cluster";
+import { SnapshotCluster, type ClusterView } from "../../lib/cluster/view";
 import {
   LiveCluster,
   policyVersionOf,
   VERSION_READ_ATTEMPTS,
   VERSION_RETRY_MS,
-} from "../../lib/cluster-live";
+} from "../../lib/cluster/live";
 import { review } from "../../lib/engine";
-import type { RuleContext } from "../../lib/policy";
-import type { KubeObject } from "../../lib/pod";
+import type { RuleContext } from "../../lib/objects/policy";
+import type { KubeObject } from "../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 
 const ENFORCE = "pod-security.kubernetes.io/enforce";

@@ -9,9 +9,9 @@ import {
   type LevelVersion,
 } from "../../capabilities/security-context/checks";
 import { fixPodSecurity } from "../../capabilities/security-context/fix";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review, type Review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../lib/settings";
 import { runCheck } from "../support/check-command";
 import { tempTree } from "./check-helpers";

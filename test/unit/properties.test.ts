@@ -7,9 +7,9 @@ import fc from "fast-check";
 import { CronJob, Job } from "kubernetes-models/batch/v1";
 import { DaemonSet, Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review, type Review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, NS_KEYS } from "../../lib/settings";
 import { assertValidPod, unknownFields } from "./security-context-support";
 

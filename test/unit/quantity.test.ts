@@ -9,7 +9,7 @@ import {
   safeParseQuantity,
   toMilli,
   type QuantityFormat,
-} from "../../lib/quantity";
+} from "../../lib/objects/quantity";
 
 const Ki = 1024n;
 const Mi = Ki * Ki;

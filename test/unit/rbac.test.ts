@@ -4,9 +4,9 @@ import {
   RbacIndex,
   serviceAccountUser,
   type AccessRequest,
-} from "../../lib/rbac";
-import { SnapshotCluster } from "../../lib/cluster";
-import type { KubeObject } from "../../lib/pod";
+} from "../../lib/objects/rbac";
+import { SnapshotCluster } from "../../lib/cluster/view";
+import type { KubeObject } from "../../lib/objects/pod";
 
 const role = (ns: string, name: string, rules: object[]): KubeObject => ({
   kind: "Role",

@@ -3,10 +3,10 @@
 // again; at most maxQueued whole objects wait, and one more waits for room (the list that awaits it
 // slows down); the end of a re-list forgets what it no longer listed.
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import * as engine from "../../lib/engine";
 import type { EngineDeps } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import type { PolicyReport } from "../../lib/reports/policy-report";
 import {
   RELIST_NAMESPACES,

@@ -2,7 +2,7 @@
 // judge again it reads them again (its `relist`): here from the objects as the tests last handed
 // them over, as the API server would hold them.
 import type { EngineDeps } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import {
   ReportScanner,
   type Relist,

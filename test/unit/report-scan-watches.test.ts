@@ -2,9 +2,9 @@
 // scan and the Events, what each handler passes on (awaited, for the lists' backpressure), the
 // namespaces Pepr's watch ignores, the scan's re-reads, and when the watches start. And the one
 // Pepr Watch binding left (Namespaces): a namespace's labels changed, its objects judged again.
-import type { FixEvents } from "../../lib/events";
-import type { ListWatchHandlers } from "../../lib/list-watch";
-import type { KubeObject } from "../../lib/pod";
+import type { FixEvents } from "../../lib/reports/events";
+import type { ListWatchHandlers } from "../../lib/cluster/list-watch";
+import type { KubeObject } from "../../lib/objects/pod";
 import {
   BUILT_IN_WATCHED,
   ScanWatches,

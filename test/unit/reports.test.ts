@@ -1,10 +1,10 @@
 // PolicyReports: an object's results, a namespace's report, and the scan that keeps them written
 // with bounded writes. The module's real policies over a snapshot; reports go to a list.
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import type { EngineDeps } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
-import type { Policy } from "../../lib/policy";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { Policy } from "../../lib/objects/policy";
 import {
   buildReport,
   objectResults,

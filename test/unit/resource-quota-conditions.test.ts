@@ -4,12 +4,12 @@
 // mutation testing (npm run test:mutation) found no test for.
 import type { V1ResourceQuota } from "@kubernetes/client-node";
 import { resourceQuotaPolicy } from "../../capabilities/resource-quota/policy";
-import { SnapshotCluster, type ClusterView } from "../../lib/cluster";
+import { SnapshotCluster, type ClusterView } from "../../lib/cluster/view";
 import { contextFor, review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
-import type { Operation, RuleFindings } from "../../lib/policy";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
+import type { Operation, RuleFindings } from "../../lib/objects/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../lib/settings";
-import { formatViolation } from "../../lib/verdict";
+import { formatViolation } from "../../lib/objects/verdict";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import { workloadTargets } from "../../lib/workload-kinds/targets";
 import { container, node, resourceQuota, type Res } from "./resource-quota-support";

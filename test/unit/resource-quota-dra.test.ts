@@ -8,18 +8,18 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { policies } from "../../capabilities";
 import { resourceQuotaPolicy } from "../../capabilities/resource-quota/policy";
-import { SnapshotCluster } from "../../lib/cluster";
-import { LiveCluster } from "../../lib/cluster-live";
+import { SnapshotCluster } from "../../lib/cluster/view";
+import { LiveCluster } from "../../lib/cluster/live";
 import {
   claimTemplateAsRead,
   deviceCapacity,
   deviceClassAsRead,
   driverOfSelector,
   sliceAsRead,
-} from "../../lib/dra";
-import { DraCaches } from "../../lib/dra-live";
+} from "../../lib/objects/dra";
+import { DraCaches } from "../../lib/cluster/dra-live";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { defaultSettings } from "../../lib/settings";
 import { stringify } from "yaml";
 import { run, tempTree } from "./check-helpers";

@@ -10,12 +10,12 @@ import {
 } from "../../capabilities/resource-quota/gang-capacity";
 import { resourceQuotaPolicy } from "../../capabilities/resource-quota/policy";
 import { limitRangeDefaults, podResources } from "../../capabilities/resource-quota/resources";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
-import type { Operation } from "../../lib/policy";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { Operation } from "../../lib/objects/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../lib/settings";
-import { formatViolation } from "../../lib/verdict";
+import { formatViolation } from "../../lib/objects/verdict";
 import { container, node } from "./resource-quota-support";
 
 const NS = "ml";

@@ -12,8 +12,8 @@ import {
   type ResourceList,
 } from "../../capabilities/resource-quota/resources";
 import { podCount } from "../../capabilities/resource-quota/workload";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
-import { formatQuantity } from "../../lib/quantity";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
+import { formatQuantity } from "../../lib/objects/quantity";
 import type { V1LimitRange } from "@kubernetes/client-node";
 
 type Res = { requests?: Record<string, unknown>; limits?: Record<string, unknown> };

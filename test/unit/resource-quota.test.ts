@@ -4,12 +4,12 @@ import fc from "fast-check";
 import { join } from "node:path";
 import type { V1Node, V1ResourceQuota } from "@kubernetes/client-node";
 import { resourceQuotaPolicy } from "../../capabilities/resource-quota/policy";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review, type ContextInput } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
-import type { Operation } from "../../lib/policy";
+import type { KubeObject } from "../../lib/objects/pod";
+import type { Operation } from "../../lib/objects/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../lib/settings";
-import { formatViolation } from "../../lib/verdict";
+import { formatViolation } from "../../lib/objects/verdict";
 import { loadManifests } from "../support/manifests";
 import { container, node, resourceQuota, type Res } from "./resource-quota-support";
 

@@ -4,10 +4,10 @@
 // webhook receives exactly what `check` judges.
 import { capabilities, policies } from "../../capabilities";
 import { actingFor, routeMatches, routesOf, type Route } from "../../lib/engine/routes";
-import type { KubeObject } from "../../lib/pod";
-import { CONFIG_MAP, noFindings, type Operation } from "../../lib/policy";
+import type { KubeObject } from "../../lib/objects/pod";
+import { CONFIG_MAP, noFindings, type Operation } from "../../lib/objects/policy";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../lib/settings";
-import { WORKLOAD_KINDS } from "../../lib/pod";
+import { WORKLOAD_KINDS } from "../../lib/objects/pod";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import cfg from "../../package.json";
 

@@ -4,7 +4,7 @@
 // give the same answers, and name the field of what it refuses.
 import { policies } from "../../capabilities";
 import { schemaProblems } from "../../cli/schema";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { knownDifferences, serverCases } from "../support/api-server-cases";
 import { run, tempTree } from "./check-helpers";
 

@@ -22,8 +22,8 @@ import {
   scratchVolumeName,
 } from "../../capabilities/security-context/fix";
 import { imageUserOf, type ImageUser } from "../../capabilities/security-context/image-user";
-import type { ImageLookup } from "../../lib/cluster";
-import { podTemplateOf, type KubeObject, type PodTemplateRef } from "../../lib/pod";
+import type { ImageLookup } from "../../lib/cluster/view";
+import { podTemplateOf, type KubeObject, type PodTemplateRef } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings } from "../../lib/settings";
 import type { V1Container } from "@kubernetes/client-node";
 

@@ -2,9 +2,9 @@
 // and `check` run it: workload templates are not mutated, their pods' fixes are reported as
 // pending, and what cannot be fixed is denied early with the template's field paths.
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings } from "../../lib/settings";
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -2,9 +2,9 @@
 import { securityContextPolicy } from "../../capabilities/security-context/policy";
 import { evaluatePod } from "../../capabilities/security-context/checks";
 import { fixPodSecurity, scratchVolumeName } from "../../capabilities/security-context/fix";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings, type Settings } from "../../lib/settings";
 import { assertValidPod, unknownFields } from "./security-context-support";
 

@@ -14,10 +14,10 @@ import {
   type ImageLookup,
   type Platform,
   type PullSecrets,
-} from "../../lib/cluster";
+} from "../../lib/cluster/view";
 import { review } from "../../lib/engine";
-import type { ImageRef } from "../../lib/image-reference";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import type { ImageRef } from "../../lib/objects/image-reference";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings } from "../../lib/settings";
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

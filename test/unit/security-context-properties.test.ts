@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { evaluatePod } from "../../capabilities/security-context/checks";
 import { fixPodSecurity } from "../../capabilities/security-context/fix";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { defaultSettings } from "../../lib/settings";
 import { assertValidPod } from "./security-context-support";
 

@@ -3,7 +3,7 @@
 // required fields, and the API's model metadata (@kubernetes/client-node) for unknown fields,
 // which kubernetes-models lets through (a pod-level readOnlyRootFilesystem passes its validate()).
 import { schemaProblems, unknownFields as unknownFieldsOf } from "../../cli/schema";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 
 /** Paths of fields the API does not know, e.g. ["spec.securityContext.readOnlyRootFilesystem"]. */
 export function unknownFields(value: unknown, type = "V1Pod", path = ""): string[] {

@@ -37,16 +37,16 @@ import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../capabilities/service-account/rules";
 import { checkSecretAccess } from "../../capabilities/service-account/secret-access";
 import { contextFor } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import {
   AccessReviews,
   ANSWER_TTL_MS,
   DENIED_ANSWER_TTL_MS,
   MAX_ANSWERS,
-} from "../../lib/access-reviews";
-import { describeError } from "../../lib/api-calls";
-import { BACKGROUND_CONCURRENCY, LiveCluster } from "../../lib/cluster-live";
-import { CREATED_GRACE_MS } from "../../lib/service-accounts";
+} from "../../lib/cluster/access-reviews";
+import { describeError } from "../../lib/cluster/api-calls";
+import { BACKGROUND_CONCURRENCY, LiveCluster } from "../../lib/cluster/live";
+import { CREATED_GRACE_MS } from "../../lib/cluster/service-accounts";
 import { defaultSettings } from "../../lib/settings";
 
 const settings = defaultSettings();

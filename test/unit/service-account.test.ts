@@ -9,9 +9,9 @@ import {
   serviceAccountForNewNamespace,
 } from "../../capabilities/service-account/rules";
 import { grantCommands, secretReferences } from "../../capabilities/service-account/secret-access";
-import { SnapshotCluster, type EnsureResult } from "../../lib/cluster";
+import { SnapshotCluster, type EnsureResult } from "../../lib/cluster/view";
 import { answer, contextFor, mutate, review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../lib/settings";
 import * as fc from "fast-check";
 

@@ -9,9 +9,9 @@ import {
   SHM_VOLUME,
 } from "../../capabilities/shared-memory/rules";
 import { sharedMemoryPolicy } from "../../capabilities/shared-memory/policy";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { answer, mutate, recordedFixes, review } from "../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../lib/pod";
+import { podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import {
   defaultSettings,
   NS_KEYS,
@@ -21,7 +21,7 @@ import {
   type Settings,
   type SettingsInput,
 } from "../../lib/settings";
-import type { Change } from "../../lib/verdict";
+import type { Change } from "../../lib/objects/verdict";
 
 const NS = "ml";
 type Obj = Record<string, unknown>;

@@ -1,8 +1,8 @@
-// lib/text.ts: trailing slashes off in time linear in the input, where /\/+$/ is quadratic on a run
+// lib/objects/text.ts: trailing slashes off in time linear in the input, where /\/+$/ is quadratic on a run
 // of slashes a pod author or namespace admin writes (a mountPath, a registry annotation).
-import { withoutTrailingSlashes } from "../../lib/text";
+import { withoutTrailingSlashes } from "../../lib/objects/text";
 import { normalizePath } from "../../capabilities/security-context/fix";
-import { parsePrefix } from "../../lib/image-reference";
+import { parsePrefix } from "../../lib/objects/image-reference";
 
 describe("withoutTrailingSlashes", () => {
   it.each([

@@ -2,9 +2,9 @@
 // judged on what they change: a rollout in a namespace whose quota is full still rolls, a
 // scale-down or a finalizer removal is never refused, and only what an update adds counts.
 import { policies } from "../../capabilities";
-import { SnapshotCluster } from "../../lib/cluster";
+import { SnapshotCluster } from "../../lib/cluster/view";
 import { needsJudging, review, storedVersionOf } from "../../lib/engine";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { defaultSettings } from "../../lib/settings";
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -6,7 +6,7 @@ import {
   installGracefulDrain,
   raiseWebhookBodyLimit,
   WEBHOOK_BODY_LIMIT,
-} from "../../lib/webhook-body-limit";
+} from "../../lib/pepr/webhook-body-limit";
 import { jsonBytes, withoutPeprAnnotations } from "../../capabilities/payload-size/measure";
 
 // Pepr's express, loaded the way the module loads it (Node's own require, as in the controller).

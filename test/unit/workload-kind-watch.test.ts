@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { WorkloadKindWatches } from "../../lib/reports/workload-kind-watch";
-import type { KubeObject } from "../../lib/pod";
+import type { KubeObject } from "../../lib/objects/pod";
 import { groupOf, pluralOf, type WorkloadKindSpec } from "../../lib/workload-kinds/kind-spec";
 import { BUILT_IN_KINDS } from "../../lib/workload-kinds/table";
 

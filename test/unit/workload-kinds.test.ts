@@ -4,7 +4,7 @@ import { findAll, findAt, parsePath, pathWith } from "../../lib/workload-kinds/p
 import { isSuspended, podRolesOf, workloadKindOf } from "../../lib/workload-kinds/roles";
 import { BUILT_IN_KINDS, BUILT_IN_KIND_NAMES } from "../../lib/workload-kinds/table";
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
-import { isWorkload, podTemplateOf, type KubeObject } from "../../lib/pod";
+import { isWorkload, podTemplateOf, type KubeObject } from "../../lib/objects/pod";
 import { defaultSettings, parseSettings, SettingsError } from "../../lib/settings";
 
 const segments = (p: string) => {

@@ -16,7 +16,7 @@ import {
   podSecurityCheck,
   type CheckResult,
 } from "./helpers";
-import type { ContainerRef, PodTemplateRef } from "../../../lib/pod";
+import type { ContainerRef, PodTemplateRef } from "../../../lib/objects/pod";
 
 function dropAllAddOnlyNetBind(pod: PodTemplateRef): CheckResult {
   const missingDropAll: ContainerRef[] = [];

@@ -5,7 +5,7 @@
 //
 // Input is untrusted: any field may be missing or of the wrong type, and no check may throw.
 // A value of the wrong type counts as unset (the API server would not have decoded it).
-import { containersOf, type ContainerRef, type PodTemplateRef } from "../../../lib/pod";
+import { containersOf, type ContainerRef, type PodTemplateRef } from "../../../lib/objects/pod";
 
 /** The level a check belongs to (privileged has none). */
 export type Level = "baseline" | "restricted";

@@ -6,7 +6,7 @@ import {
   podSecurityCheck,
   type ContainerFinding,
 } from "./helpers";
-import type { ContainerRef } from "../../../lib/pod";
+import type { ContainerRef } from "../../../lib/objects/pod";
 
 /** The host ports a container asks for (unset and 0 ask for none). */
 function hostPortsOf(c: ContainerRef): ContainerFinding[] {

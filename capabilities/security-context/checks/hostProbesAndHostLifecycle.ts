@@ -8,7 +8,7 @@ import {
   podSecurityCheck,
   type ContainerFinding,
 } from "./helpers";
-import type { ContainerRef } from "../../../lib/pod";
+import type { ContainerRef } from "../../../lib/objects/pod";
 
 const PROBES = ["livenessProbe", "readinessProbe", "startupProbe"];
 const HANDLERS = ["postStart", "preStop"];

@@ -3,7 +3,7 @@
 // that version; baseline is the baseline checks; restricted is the baseline checks minus those a
 // restricted check (existing at 1.N) overrides, plus the restricted checks; privileged is none.
 // A version newer than the newest any check knows (policy 1.37) is that newest one, as "latest".
-import type { PodTemplateRef } from "../../../lib/pod";
+import type { PodTemplateRef } from "../../../lib/objects/pod";
 import { allowPrivilegeEscalation } from "./allowPrivilegeEscalation";
 import { appArmorProfile } from "./appArmorProfile";
 import { capabilitiesBaseline } from "./capabilities_baseline";

@@ -16,7 +16,7 @@ import {
   podSecurityCheck,
   USER_NAMESPACE_RELAXED_SINCE,
 } from "./helpers";
-import type { PodTemplateRef } from "../../../lib/pod";
+import type { PodTemplateRef } from "../../../lib/objects/pod";
 
 function defaultProcMountOnly(pod: PodTemplateRef): CheckResult {
   const types: string[] = [];

@@ -14,7 +14,7 @@ import {
   podSecurityCheck,
   type CheckResult,
 } from "./helpers";
-import type { PodTemplateRef } from "../../../lib/pod";
+import type { PodTemplateRef } from "../../../lib/objects/pod";
 
 function nonRootRequired(pod: PodTemplateRef): CheckResult {
   const podValue = podSecurityContext(pod)?.runAsNonRoot;

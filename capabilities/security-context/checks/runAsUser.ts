@@ -8,7 +8,7 @@ import {
   podSecurityCheck,
   type CheckResult,
 } from "./helpers";
-import type { PodTemplateRef } from "../../../lib/pod";
+import type { PodTemplateRef } from "../../../lib/objects/pod";
 
 function noRootUid(pod: PodTemplateRef): CheckResult {
   const bad = badSetters(pod, sc => sc?.runAsUser === 0, "securityContext.runAsUser");

@@ -13,7 +13,7 @@ import {
   podSecurityCheck,
   type CheckResult,
 } from "./helpers";
-import type { PodTemplateRef } from "../../../lib/pod";
+import type { PodTemplateRef } from "../../../lib/objects/pod";
 
 const SELINUX_TYPES_1_0 = ["", "container_t", "container_init_t", "container_kvm_t"];
 /** The types of the newest policy. */

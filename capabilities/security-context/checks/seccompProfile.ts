@@ -22,7 +22,7 @@ import {
   containerName,
   pluralize,
 } from "./helpers";
-import type { ContainerRef, PodTemplateRef } from "../../../lib/pod";
+import type { ContainerRef, PodTemplateRef } from "../../../lib/objects/pod";
 
 export const validSeccomp = (t: string) => t === "RuntimeDefault" || t === "Localhost";
 

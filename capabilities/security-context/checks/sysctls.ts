@@ -11,7 +11,7 @@ import {
   podSecurityCheck,
   type CheckResult,
 } from "./helpers";
-import type { PodTemplateRef } from "../../../lib/pod";
+import type { PodTemplateRef } from "../../../lib/objects/pod";
 
 /** The safe set of each policy version that changed it. */
 const SAFE_SYSCTLS_BY_VERSION: [since: number, added: string[]][] = [

@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { KubeObject } from "../../../lib/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
 import type { ControlPlaneInfo } from "./control-plane";
 import { STATE_ENV } from "./global-setup";
 import { KubeClient, pathOf, statusMessage } from "./kube-client";

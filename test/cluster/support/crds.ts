@@ -2,7 +2,7 @@
 // structural schema whose spec and status keep unknown fields (the real ones are large), served in
 // the versions the fixtures use, with a status subresource as the operators have. No operator
 // runs: the API server stores the objects, and admission is what is tested.
-import type { KubeObject } from "../../../lib/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
 import { eventually } from "../../support/wait";
 import { applyObjects, type Cluster } from "./cluster";
 

@@ -2,7 +2,7 @@
 // status and the API server's warnings kept, errors not thrown (tests assert on them). Admin uses
 // a client certificate; the module's controller a ServiceAccount token (see module.ts).
 import { Agent } from "node:https";
-import type { KubeObject } from "../../../lib/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
 import { sendHttps } from "../../support/https";
 import type { Credentials } from "../../support/kubeconfig";
 

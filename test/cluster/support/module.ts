@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { peprStoreCRD } from "pepr/src/lib/assets/store";
-import type { KubeObject } from "../../../lib/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
 import { createTestCerts, type TestCerts } from "../../support/certs";
 import {
   bundlePath,

@@ -29,7 +29,7 @@ import { stringify } from "yaml";
 import type { CertificateAuthority } from "../../support/certs";
 import { issueCertificate } from "../../support/certs";
 import { kubeconfigYaml } from "../../support/kubeconfig";
-import type { KubeObject } from "../../../lib/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
 import type { NodeBinaries } from "../../cluster/support/binaries";
 import type { KubeClient } from "../../cluster/support/kube-client";
 import {

@@ -2,7 +2,7 @@
 // summary), Running (servers), or never started (the kubelet's reason: the image runs as root under
 // runAsNonRoot, a named user it cannot check...), or denied at admission.
 import type { V1Container, V1Pod, V1PodSpec, V1SecurityContext } from "@kubernetes/client-node";
-import type { KubeObject } from "../../../lib/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
 import { namespace, type Cluster } from "../../cluster/support/cluster";
 import { imageOf, type ImageVariant, type Shape } from "./shapes";
 

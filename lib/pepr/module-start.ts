@@ -1,24 +1,24 @@
 // The start-up of the admission-guard module, step by step, in the order pepr.ts calls them:
 // settings, the live cluster, the mends to Pepr, the watcher's background, the webhooks' arming.
 import { Log } from "pepr";
-import cfg from "../package.json";
-import type { NamespaceInfo } from "./cluster";
-import { LiveCluster } from "./cluster-live";
-import { installExemptionCrd } from "./crds";
-import type { EngineDeps } from "./engine";
-import { FixEvents } from "./events";
-import { CredentialsStore } from "./images/credentials";
-import { imageInspectorFor } from "./images/inspector";
-import { installReviewMetrics, serveWithPepr } from "./metrics/serve";
-import { installLinearClone } from "./pepr-clone";
-import { LiveReportStore, writeEvent } from "./reports/live-store";
-import { ReportScanner } from "./reports/scanner";
-import { ScanWatches, watchIgnoredNamespaces, whenListed } from "./reports/scan-watches";
-import { configureBackground } from "./reports/watcher";
-import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "./settings";
+import cfg from "../../package.json";
+import type { NamespaceInfo } from "../cluster/view";
+import { LiveCluster } from "../cluster/live";
+import { installExemptionCrd } from "../exemptions/crd";
+import type { EngineDeps } from "../engine";
+import { FixEvents } from "../reports/events";
+import { CredentialsStore } from "../images/credentials";
+import { imageInspectorFor } from "../images/inspector";
+import { installReviewMetrics, serveWithPepr } from "../metrics/serve";
+import { installLinearClone } from "./clone";
+import { LiveReportStore, writeEvent } from "../reports/live-store";
+import { ReportScanner } from "../reports/scanner";
+import { ScanWatches, watchIgnoredNamespaces, whenListed } from "../reports/scan-watches";
+import { configureBackground } from "../reports/watcher";
+import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "../settings";
 import { installGracefulDrain, raiseWebhookBodyLimit } from "./webhook-body-limit";
-import { WebhookArming } from "./webhooks/arm-live";
-import { kindsInForce } from "./workload-kinds/in-force";
+import { WebhookArming } from "../webhooks/arm-live";
+import { kindsInForce } from "../workload-kinds/in-force";
 
 /** Which of Pepr's runs of the module this is. */
 export interface ModuleRole {
@@ -118,7 +118,7 @@ export function startCluster(
   });
   if (!role.building) {
     cluster.start();
-    // Ours to apply at every start, as Pepr applies its PeprStore CRD (lib/crds.ts).
+    // Ours to apply at every start, as Pepr applies its PeprStore CRD (lib/exemptions/crd.ts).
     if (!role.watcher) void installExemptionCrd(Log);
   }
   return cluster;
@@ -132,7 +132,7 @@ const admitting = (role: ModuleRole) => !role.building && !role.watcher;
 /** Pepr 1.1.4 mended in place, in this order; each says so when Pepr no longer has what it replaces. */
 const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; failed: string }[] = [
   // Reviews up to the API server's sizes reach our payload-size rules instead of failing with an
-  // opaque 413 (see lib/webhook-body-limit.ts).
+  // opaque 413 (see lib/pepr/webhook-body-limit.ts).
   {
     install: raiseWebhookBodyLimit,
     when: always,

@@ -12,7 +12,7 @@ import type { Filters } from "kubernetes-fluent-client/dist/fluent/shared-types.
 import { isDeepStrictEqual } from "node:util";
 import { describeError } from "./api-calls";
 import { ListWatch, type ListWatchOptions, type ListWatchPhase } from "./list-watch";
-import { observeCache } from "./metrics";
+import { observeCache } from "../metrics";
 
 export type Logger = {
   info: (o: object, m: string) => void;

@@ -1,9 +1,9 @@
 // Kubernetes Events on the pods the module fixed, written from the watcher, rate-limited, with no
 // text a user wrote. Why: docs/adr/0014-events-from-the-watcher.md
-import { recordedFixes } from "./fix-trace";
-import { fixEvents } from "./metrics";
-import type { KubeObject } from "./pod";
-import type { Policy } from "./policy";
+import { recordedFixes } from "../objects/fix-trace";
+import { fixEvents } from "../metrics";
+import type { KubeObject } from "../objects/pod";
+import type { Policy } from "../objects/policy";
 
 export const EVENT_REASON = "AdmissionGuardFixed";
 export const EVENT_COMPONENT = "admission-guard";

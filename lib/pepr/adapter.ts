@@ -12,12 +12,12 @@ import {
   type AdmissionInput,
   type DecisionEvent,
   type EngineDeps,
-} from "./engine";
-import { recordDecision } from "./metrics";
-import type { KubeObject } from "./pod";
-import type { Operation, Policy } from "./policy";
-import type { Settings } from "./settings";
-import { policyRoutes, sharedRoutes, type Route } from "./engine/routes";
+} from "../engine";
+import { recordDecision } from "../metrics";
+import type { KubeObject } from "../objects/pod";
+import type { Operation, Policy } from "../objects/policy";
+import type { Settings } from "../settings";
+import { policyRoutes, sharedRoutes, type Route } from "../engine/routes";
 
 type Request = PeprMutateRequest<KubernetesObject> | PeprValidateRequest<KubernetesObject>;
 

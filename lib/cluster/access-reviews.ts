@@ -2,8 +2,8 @@
 // answers cached a while. Why: docs/adr/0015-secret-access-warns-with-bounded-reviews.md
 import { K8s, kind } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, CALL, CallSlots, describeError, withBudget } from "./api-calls";
-import { budgetExhausted, recordApiCall, recordSkipped } from "./metrics";
-import { serviceAccountUser, type SecretAccess } from "./rbac";
+import { budgetExhausted, recordApiCall, recordSkipped } from "../metrics";
+import { serviceAccountUser, type SecretAccess } from "../objects/rbac";
 import type { Logger } from "./watched-store";
 
 /** How long an access review's "allowed" is reused. */

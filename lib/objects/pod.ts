@@ -7,8 +7,8 @@ import type {
   V1PodSpec,
 } from "@kubernetes/client-node";
 import { isRecord } from "./record";
-import { groupOf, type WorkloadKindSpec } from "./workload-kinds/kind-spec";
-import { workloadKindOf } from "./workload-kinds/roles";
+import { groupOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { workloadKindOf } from "../workload-kinds/roles";
 
 /** The minimum every object we look at has. Everything may be missing: input is untrusted. */
 export interface KubeObject {

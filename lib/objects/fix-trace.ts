@@ -2,7 +2,7 @@
 // validating webhook, the watcher's Events and the reports: the two webhooks share no memory.
 import type { KubeObject } from "./pod";
 import type { Policy } from "./policy";
-import { NS_KEYS } from "./settings";
+import { NS_KEYS } from "../settings";
 import { formatNote, type Change, type FixFailure } from "./verdict";
 
 /** Adds `capability/rule` entries to the object's trace annotation; sorted and deduplicated so re-runs are stable. */

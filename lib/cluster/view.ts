@@ -1,5 +1,5 @@
 // What rules need to know about the cluster, behind one interface with two implementations:
-// - the live view (lib/cluster-live.ts): caches filled by watches in the admission process, plus the
+// - the live view (lib/cluster/live.ts): caches filled by watches in the admission process, plus the
 //   few calls that must go to the API server (create a ServiceAccount, ask a SubjectAccessReview);
 // - the snapshot view (below): objects read from a file (`check --cluster FILE`) or given by tests.
 // Rules see only this interface, so the webhook and `check` run the very same code.
@@ -18,13 +18,13 @@ import {
   type DeviceCapacity,
   type DeviceClassAsRead,
   type SliceAsRead,
-} from "./dra";
-import { isExemptionObject } from "./exemptions";
-import { SERVING_RUNTIME_GROUP, servingRuntimeAsRead } from "./serving-runtimes";
-import type { ImageRef } from "./image-reference";
-import type { ImageInspector, ImageLookup, Platform } from "./images/inspector";
-import type { KubeObject } from "./pod";
-import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "./rbac";
+} from "../objects/dra";
+import { isExemptionObject } from "../exemptions";
+import { SERVING_RUNTIME_GROUP, servingRuntimeAsRead } from "../objects/serving-runtimes";
+import type { ImageRef } from "../objects/image-reference";
+import type { ImageInspector, ImageLookup, Platform } from "../images/inspector";
+import type { KubeObject } from "../objects/pod";
+import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "../objects/rbac";
 
 export type { RbacEvaluator, SecretAccess, ImageLookup, Platform };
 
@@ -59,7 +59,7 @@ export interface ClusterView {
   /** Every node; undefined when there is no data. */
   nodes(): V1Node[] | undefined;
   /**
-   * DRA (lib/dra.ts): a ResourceClaimTemplate as read, null when known not to exist, undefined when
+   * DRA (lib/objects/dra.ts): a ResourceClaimTemplate as read, null when known not to exist, undefined when
    * not known (the API not served, the cache not synced, none in the snapshot).
    */
   resourceClaimTemplate?(namespace: string, name: string): ClaimTemplateAsRead | null | undefined;
@@ -68,7 +68,7 @@ export interface ClusterView {
   /** Devices per driver on the nodes, from ResourceSlices; undefined when not known. */
   deviceCapacity?(): DeviceCapacity | undefined;
   /**
-   * KServe's ServingRuntimes of a namespace, as read (lib/serving-runtimes.ts: what an
+   * KServe's ServingRuntimes of a namespace, as read (lib/objects/serving-runtimes.ts: what an
    * InferenceService's model container is built from); undefined when not known.
    */
   servingRuntimes?(namespace: string): readonly KubeObject[] | undefined;
@@ -77,7 +77,7 @@ export interface ClusterView {
   /** The ServiceAccount, null when known not to exist, undefined when unknown. */
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined;
   /**
-   * The Exemption objects (lib/exemptions.ts) of the exemptions namespace; undefined when not known
+   * The Exemption objects (lib/exemptions/index.ts) of the exemptions namespace; undefined when not known
    * (none then count: a violation stands until the cache has them).
    */
   exemptions(): readonly KubeObject[] | undefined;
@@ -162,7 +162,7 @@ export class SnapshotCluster implements ClusterView {
 
   constructor(
     readonly objects: KubeObject[] = [],
-    /** Answers secret access from the snapshot's RBAC objects (lib/rbac.ts unless a test injects another). */
+    /** Answers secret access from the snapshot's RBAC objects (lib/objects/rbac.ts unless a test injects another). */
     private readonly rbac: RbacEvaluator = evaluateSecretAccess,
     /** Reads image configs from registries (`check --inspect-images`); none: every image unknown. */
     private readonly images?: ImageInspector,
@@ -205,7 +205,7 @@ export class SnapshotCluster implements ClusterView {
     return this.ofKind("Exemption")?.filter(isExemptionObject);
   }
 
-  // DRA kinds, projected once per snapshot as the live caches project them (lib/dra.ts).
+  // DRA kinds, projected once per snapshot as the live caches project them (lib/objects/dra.ts).
   private dra?: {
     templates?: Map<string, ClaimTemplateAsRead>;
     classes?: Map<string, DeviceClassAsRead>;

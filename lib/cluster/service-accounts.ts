@@ -6,8 +6,8 @@
 import { K8s, kind, type KubernetesObject } from "kubernetes-fluent-client";
 import type { V1ServiceAccount } from "@kubernetes/client-node";
 import { API_BUDGET_MS, CALL, describeError, withBudget } from "./api-calls";
-import type { EnsureResult } from "./cluster";
-import { recordApiCall } from "./metrics";
+import type { EnsureResult } from "./view";
+import { recordApiCall } from "../metrics";
 import { WatchedStore, type Logger } from "./watched-store";
 
 /**

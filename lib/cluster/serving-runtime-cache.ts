@@ -3,18 +3,18 @@
 // Most clusters have no KServe: a list of a resource not served answers 404, and a watch of it
 // would retry and log for ever. Each kind is probed instead (one object listed, a minute apart,
 // silently while it is not served) and, once served, listed in pages and watched into a
-// WatchedStore that keeps the projection (lib/serving-runtimes.ts servingRuntimeAsRead), never the
+// WatchedStore that keeps the projection (lib/objects/serving-runtimes.ts servingRuntimeAsRead), never the
 // whole object. Until a kind has listed, its runtimes are not known (undefined): the model's
 // container is then said not judged, never guessed.
 import { GenericKind, type KubernetesObject } from "kubernetes-fluent-client";
 import { describeError } from "./api-calls";
 import { isServed } from "./list-watch";
-import type { KubeObject } from "./pod";
+import type { KubeObject } from "../objects/pod";
 import {
   SERVING_RUNTIME_GROUP,
   SERVING_RUNTIME_VERSION,
   servingRuntimeAsRead,
-} from "./serving-runtimes";
+} from "../objects/serving-runtimes";
 import { WatchedStore, type Logger } from "./watched-store";
 
 export const RUNTIME_PROBE_EVERY_MS = 60_000;

@@ -12,15 +12,15 @@ import type {
 } from "@kubernetes/client-node";
 import { AccessReviews } from "./access-reviews";
 import { API_BUDGET_MS, describeError, withBudget } from "./api-calls";
-import type { ImageRef } from "./image-reference";
-import { credentialsOfSecrets } from "./images/credentials";
+import type { ImageRef } from "../objects/image-reference";
+import { credentialsOfSecrets } from "../images/credentials";
 import type {
   ImageInspector,
   ImageLookup,
   Platform,
   RegistryCredentials,
-} from "./images/inspector";
-import { bounded } from "./images/limits";
+} from "../images/inspector";
+import { bounded } from "../images/limits";
 import {
   imageConfigsVia,
   namespaceInfoOf,
@@ -29,11 +29,11 @@ import {
   type NamespaceInfo,
   type PullSecrets,
   type SecretAccess,
-} from "./cluster";
-import type { ClaimTemplateAsRead, DeviceCapacity, DeviceClassAsRead } from "./dra";
+} from "./view";
+import type { ClaimTemplateAsRead, DeviceCapacity, DeviceClassAsRead } from "../objects/dra";
 import { DraCaches, type DraCachesOptions } from "./dra-live";
-import { EXEMPTION_GVK, exemptionsNamespaceOwned } from "./exemptions";
-import type { KubeObject } from "./pod";
+import { EXEMPTION_GVK, exemptionsNamespaceOwned } from "../exemptions";
+import type { KubeObject } from "../objects/pod";
 import { ServiceAccounts } from "./service-accounts";
 import { ServingRuntimeCaches, type ServingRuntimeCachesOptions } from "./serving-runtime-cache";
 import { WatchedStore, type Logger } from "./watched-store";
@@ -48,7 +48,7 @@ export interface LiveClusterOptions {
   exemptionsNamespace?: string;
   /**
    * The module's uuid: then Exemptions count only while their namespace carries the install's
-   * ownership label with it (lib/exemptions.ts exemptionsNamespaceOwned).
+   * ownership label with it (lib/exemptions/index.ts exemptionsNamespaceOwned).
    */
   exemptionsOwner?: string;
   /**

@@ -3,7 +3,7 @@
 // (lib/workload-kinds/inference-service.ts). Kept as projections: the fields the pod build reads
 // (the runtime's name, the model formats it supports and how it is chosen, its containers and the
 // pod-level fields KServe takes from it), never the whole object. Pure; the live cache is
-// lib/serving-runtime-cache.ts, the snapshot's objects are read through the same projection.
+// lib/cluster/serving-runtime-cache.ts, the snapshot's objects are read through the same projection.
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import type { KubeObject } from "./pod";
 import { isRecord } from "./record";
@@ -38,7 +38,7 @@ export function servingRuntimeAsRead<T extends KubernetesObject>(obj: T): T {
   return { apiVersion: obj.apiVersion, kind: obj.kind, metadata, spec: kept } as unknown as T;
 }
 
-/** What the cluster view answers about runtimes (lib/cluster.ts ClusterView). */
+/** What the cluster view answers about runtimes (lib/cluster/view.ts ClusterView). */
 export interface RuntimeSource {
   readonly source: "live" | "snapshot";
   servingRuntimes?(namespace: string): readonly KubeObject[] | undefined;

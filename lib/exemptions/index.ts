@@ -1,11 +1,11 @@
 // Exemptions: parsing, matching and waiving (pure); the format is in docs/exemptions.md.
 // Why: docs/adr/0011-exemptions-in-one-owned-namespace.md
 import type { V1LabelSelector, V1LabelSelectorRequirement } from "@kubernetes/client-node";
-import { podTemplateOf, type KubeObject } from "./pod";
-import { isRecord } from "./record";
-import type { NamespaceInfo } from "./cluster";
-import { OWNED_BY_LABEL, type Settings } from "./settings";
-import { formatNote, type Violation } from "./verdict";
+import { podTemplateOf, type KubeObject } from "../objects/pod";
+import { isRecord } from "../objects/record";
+import type { NamespaceInfo } from "../cluster/view";
+import { OWNED_BY_LABEL, type Settings } from "../settings";
+import { formatNote, type Violation } from "../objects/verdict";
 
 export const EXEMPTION_GVK = {
   group: "admission-guard.dev",
@@ -314,7 +314,7 @@ export interface WaivedViolation {
 export function applyExemptions(
   violations: Violation[],
   applicable: ApplicableExemptions,
-  /** A policy's notWaivable rules (lib/policy.ts): false for those. */
+  /** A policy's notWaivable rules (lib/objects/policy.ts): false for those. */
   waivable: (v: Violation) => boolean = () => true,
 ): { standing: Violation[]; waived: WaivedViolation[] } {
   if (!applicable.active.length) return { standing: violations, waived: [] };

@@ -1,5 +1,5 @@
 // The live caches of DRA objects (resource.k8s.io) for the webhook: ResourceClaimTemplates,
-// DeviceClasses and ResourceSlices, each kept as its projection (lib/dra.ts), never whole. The API
+// DeviceClasses and ResourceSlices, each kept as its projection (lib/objects/dra.ts), never whole. The API
 // is optional (a beta behind a feature gate before 1.34): the newest version the API server serves
 // is found by listing DeviceClasses (v1, then v1beta2, then v1beta1); when none is served (404)
 // the kinds stay "not known" and the probe is repeated every few minutes, quietly. Not counted in
@@ -17,7 +17,7 @@ import {
   type DeviceCapacity,
   type DeviceClassAsRead,
   type SliceAsRead,
-} from "./dra";
+} from "../objects/dra";
 import { isServed } from "./list-watch";
 import { WatchedStore, type Logger } from "./watched-store";
 
@@ -26,7 +26,7 @@ export const DRA_PROBE_EVERY_MS = 5 * 60_000;
 /** Whether the API server serves resource.k8s.io at this version: true, false (404), or throws. */
 export type DraProbe = (version: string) => Promise<boolean>;
 
-/** One DeviceClass listed at the version (lib/list-watch.ts isServed). */
+/** One DeviceClass listed at the version (lib/cluster/list-watch.ts isServed). */
 const probeByListing: DraProbe = version => isServed(gvk(version, "DeviceClass", "deviceclasses"));
 
 const gvk = (version: string, kind: string, plural: string) => ({

@@ -1,11 +1,11 @@
 // The shape every policy area (capability) has. Rules are plain functions over plain objects:
 // no Pepr, no network — what they need from the cluster comes through ctx.cluster.
-import type { ClusterView, NamespaceInfo } from "./cluster";
+import type { ClusterView, NamespaceInfo } from "../cluster/view";
 import type { KubeObject, PodTemplateRef } from "./pod";
-import type { Settings } from "./settings";
+import type { Settings } from "../settings";
 import type { Change, Skip, Violation } from "./verdict";
-import type { PodRole } from "./workload-kinds/roles";
-import { groupOf } from "./workload-kinds/kind-spec";
+import type { PodRole } from "../workload-kinds/roles";
+import { groupOf } from "../workload-kinds/kind-spec";
 
 /** A change as a rule returns it: the engine stamps the capability (the policy's name) on it. */
 export type RuleChange = Omit<Change, "capability">;
