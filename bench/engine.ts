@@ -72,7 +72,7 @@ async function main() {
       policies.forEach((p, i) => (p.check = saved[i]));
     }
   };
-  const checking = policies.filter(p => p.check && !p.onlyExtraKinds).map(p => p.name);
+  const checking = policies.filter(p => p.check).map(p => p.name);
   const byPolicy = [];
   for (const name of checking) byPolicy.push([name, v.p50 - (await withoutCheck([name]))] as const);
   const engineOnly = await withoutCheck(checking);

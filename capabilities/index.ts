@@ -4,8 +4,8 @@
 // list with Pepr, and `check` runs the policies of the same list: add your capability with one line
 // here (see hello-pepr.ts) and it acts in both.
 import { HelloPepr } from "../hello-pepr";
-import { policiesOf } from "../lib/pepr/adapter";
-import type { Policy } from "../lib/objects/policy";
+import { policiesOf, validatorsOf } from "../lib/pepr/adapter";
+import type { Policy, Validator } from "../lib/objects/policy";
 import { Exemptions } from "./exemptions";
 import { ImageRegistry } from "./image-registry";
 import { Labels } from "./labels";
@@ -40,3 +40,6 @@ export const capabilities = [
 
 /** The pure policies of these capabilities, in order: what `check` and the engine run. */
 export const policies: Policy[] = policiesOf(capabilities);
+
+/** The validators of the module's own objects (the Exemptions'): what `check` runs on them. */
+export const validators: Validator[] = validatorsOf(capabilities);

@@ -286,12 +286,17 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
         continue;
       }
       try {
-        const r = await review(io.policies, withApiDefaults(object), {
-          settings,
-          cluster,
-          operation: opts.operation,
-          namespace: CLUSTER_SCOPED.has(object.kind ?? "") ? "" : opts.namespace,
-        });
+        const r = await review(
+          io.policies,
+          withApiDefaults(object),
+          {
+            settings,
+            cluster,
+            operation: opts.operation,
+            namespace: CLUSTER_SCOPED.has(object.kind ?? "") ? "" : opts.namespace,
+          },
+          io.validators,
+        );
         results.push({ source, input: object, review: r });
       } catch (e) {
         internalErrors++;

@@ -1,6 +1,6 @@
 // What the command line touches outside itself, injectable so tests run `main` in-process.
 import type { RbacEvaluator } from "../lib/cluster/view";
-import type { Policy } from "../lib/objects/policy";
+import type { Policy, Validator } from "../lib/objects/policy";
 
 export interface Output {
   write(chunk: string): unknown;
@@ -17,6 +17,8 @@ export interface CliIO {
   env: Record<string, string | undefined>;
   /** The rules to run; the module's own list (capabilities/index.ts) unless a test gives others. */
   policies: Policy[];
+  /** The validators of the module's own objects (an Exemption); the module's unless a test gives others. */
+  validators?: Validator[];
   /** Answers "may this ServiceAccount get these secrets?" from the snapshot's RBAC objects. */
   rbac?: RbacEvaluator;
 }

@@ -1,6 +1,6 @@
 // The `admission-guard` command line (bin/admission-guard.mjs runs this through tsx, no build).
 // Only `check` for now; each subcommand lives in its own file.
-import { policies } from "../capabilities/index";
+import { policies, validators } from "../capabilities/index";
 import { CHECK_USAGE, runCheck } from "./check";
 import { readAll, type CliIO } from "./io";
 
@@ -19,6 +19,7 @@ function defaultIO(): CliIO {
     cwd: process.cwd(),
     env: process.env,
     policies,
+    validators,
   };
 }
 

@@ -3,13 +3,14 @@
 // or expiring beyond the maximum is refused at once, with why. The rules are in policy.ts; how
 // Exemptions waive violations is lib/exemptions/index.ts (the engine applies them to every capability).
 import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr/adapter";
-import { exemptionsPolicy } from "./policy";
+import { bindValidator } from "../../lib/pepr/adapter";
+import { exemptionsValidator } from "./policy";
 
 export const Exemptions = new Capability({
-  name: exemptionsPolicy.name,
-  description: exemptionsPolicy.description,
+  name: exemptionsValidator.name,
+  description: exemptionsValidator.description,
 });
-// Its bindings, as the module's one declaration of what runs where says (lib/engine/routes.ts).
-// Every Exemption written (its extra kind: a Validate binding).
-bindPolicy(Exemptions, exemptionsPolicy);
+// Its binding, as the module's one declaration of what runs where says (lib/engine/routes.ts): a
+// Validate of every Exemption written, answered by the validator alone (in every namespace
+// whatever its mode label; no Exemption waives it).
+bindValidator(Exemptions, exemptionsValidator);

@@ -1,4 +1,4 @@
-// The exemptions policy (pure; index.ts is its Pepr capability): judges Exemption objects as they
+// The exemptions validator (pure; index.ts is its Pepr capability): judges Exemption objects as they
 // are written, in every namespace and whatever its mode label, so a mistake is refused with its
 // reason instead of an Exemption that silently never counts. What an Exemption is, and how it
 // waives, is lib/exemptions/index.ts.
@@ -9,24 +9,22 @@ import {
   readExemption,
   UNWAIVABLE_RULES,
 } from "../../lib/exemptions";
-import { noFindings, type Policy, type RuleViolation } from "../../lib/objects/policy";
+import type { RuleViolation, Validator } from "../../lib/objects/policy";
 
 export const CAPABILITY = EXEMPTIONS_CAPABILITY;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export const exemptionsPolicy: Policy = {
+export const exemptionsValidator: Validator = {
   name: CAPABILITY,
   description:
     "Refuses Exemptions outside the exemptions namespace, without a reason, or expiring too late",
   rules: ["exemption-namespace", "invalid-exemption", "unknown-rule", "not-waivable", "expiry"],
-  extraKinds: [EXEMPTION_GVK],
-  enforcedInEveryMode: true,
-  onlyExtraKinds: true,
+  kinds: [EXEMPTION_GVK],
 
-  check(object, _target, ctx) {
-    const findings = noFindings();
+  validate(object, ctx) {
+    const violations: RuleViolation[] = [];
     // Another group's Exemption (UDS Core has one) is none of ours.
-    if (!isExemptionObject(object) || ctx.operation === "DELETE") return findings;
+    if (!isExemptionObject(object) || ctx.operation === "DELETE") return violations;
     const settings = ctx.settings.exemptions;
     const name = object.metadata?.name ?? "";
     const where = `Exemption ${ctx.namespaceName}/${name}`;
@@ -37,7 +35,7 @@ export const exemptionsPolicy: Policy = {
     });
 
     if (ctx.namespaceName !== settings.namespace)
-      findings.violations.push(
+      violations.push(
         v(
           "exemption-namespace",
           `${where} is not in namespace ${settings.namespace}, the only one whose Exemptions count: whoever may write there grants exemptions, never a workload's author`,
@@ -47,17 +45,17 @@ export const exemptionsPolicy: Policy = {
 
     const read = readExemption(object);
     for (const problem of read.problems)
-      findings.violations.push(
+      violations.push(
         v("invalid-exemption", `${where}: ${problem}`, "correct the field named and apply again"),
       );
-    if (!read.exemption) return findings;
+    if (!read.exemption) return violations;
 
     const byName = new Map(ctx.policies.map(p => [p.name, p]));
     for (const [i, waiver] of read.exemption.waive.entries()) {
       const policy = byName.get(waiver.capability);
       if (!policy || policy.name === CAPABILITY) {
         const known = ctx.policies.map(p => p.name).filter(n => n !== CAPABILITY);
-        findings.violations.push(
+        violations.push(
           v(
             "unknown-rule",
             `${where}: spec.waive[${i}].capability "${waiver.capability}" is no capability of this module`,
@@ -70,7 +68,7 @@ export const exemptionsPolicy: Policy = {
       const unknown = (waiver.rules ?? []).filter(r => !rules.includes(r));
       const notWaivable = (waiver.rules ?? []).filter(r => policy.notWaivable?.[r]);
       for (const rule of notWaivable)
-        findings.violations.push(
+        violations.push(
           v(
             "not-waivable",
             `${where}: spec.waive[${i}] names ${policy.name}/${rule}, which no Exemption waives: ${policy.notWaivable![rule]}`,
@@ -80,7 +78,7 @@ export const exemptionsPolicy: Policy = {
           ),
         );
       if (unknown.length)
-        findings.violations.push(
+        violations.push(
           v(
             "unknown-rule",
             `${where}: spec.waive[${i}].rules names ${unknown.map(r => `"${r}"`).join(", ")}, not ${rules.length === 1 ? "the rule" : "rules"} of ${policy.name}`,
@@ -94,7 +92,7 @@ export const exemptionsPolicy: Policy = {
     const latest = new Date(now + settings.maxLifetimeDays * DAY_MS);
     const { expires, expiresAt } = read.exemption;
     if (expiresAt <= now)
-      findings.violations.push(
+      violations.push(
         v(
           "expiry",
           `${where}: spec.expires ${expires} is in the past`,
@@ -102,13 +100,13 @@ export const exemptionsPolicy: Policy = {
         ),
       );
     else if (expiresAt > latest.getTime())
-      findings.violations.push(
+      violations.push(
         v(
           "expiry",
           `${where}: spec.expires ${expires} is more than exemptions.maxLifetimeDays (${settings.maxLifetimeDays}) days away`,
           `set spec.expires to ${latest.toISOString()} or earlier; renew it then if it is still needed`,
         ),
       );
-    return findings;
+    return violations;
   },
 };

@@ -1,7 +1,9 @@
 // The validating step: plan, checks, answer. The answer is the findings decided in the namespace's
 // mode, Exemptions applied, the warnings a user reads, and the decisions to count.
 import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
-import type { Policy } from "../objects/policy";
+import type { Policy, Validator } from "../objects/policy";
+import { isBeingDeleted } from "../objects/pod";
+import { isIgnoredNamespace } from "../settings";
 import type { Mode } from "../settings";
 import {
   formatPendingChange,
@@ -11,7 +13,8 @@ import {
   type Skip,
   type Violation,
 } from "../objects/verdict";
-import { planOf, type Plan } from "./plan";
+import { contextOf, planOf, type Plan } from "./plan";
+import { internalError, reasonOf } from "./findings";
 import { fixedNotes, recordedFixes } from "../objects/fix-trace";
 import { checksOf, type Validation } from "./checks";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
@@ -155,5 +158,42 @@ function answerOf(plan: Plan, { findings, simulation }: Validation): Answer {
     pending,
     predicted: simulation?.copy,
     events,
+  };
+}
+
+/**
+ * A validator's answer on one of the module's own objects (an Exemption): in enforce whatever the
+ * namespace's mode, never waived; not in an ignored namespace, and an object being deleted (its
+ * finalizers removed) is never refused. Its own path, not the policies' plan.
+ */
+export function validatorAnswer(
+  request: AdmissionInput,
+  deps: EngineDeps,
+  validator: Validator,
+): Answer {
+  const obj = request.object;
+  const ctx = contextOf(request, deps);
+  if (isIgnoredNamespace(ctx.namespaceName, deps.settings)) return unhandled("enforce");
+  let violations: Violation[] = [];
+  if (!(ctx.stored && isBeingDeleted(obj)))
+    try {
+      violations = validator.validate(obj, ctx).map(v => ({ ...v, capability: validator.name }));
+    } catch (e) {
+      violations = [internalError(validator.name, "check", reasonOf(e))];
+    }
+  const { allowed, denials, warnings } = decide(
+    { changes: [], violations, warnings: [], skipped: [] },
+    "enforce",
+  );
+  return {
+    ...unhandled("enforce"),
+    handled: true,
+    allowed,
+    denials,
+    warnings,
+    violations,
+    events: violations.length
+      ? violations.map(v => ({ capability: v.capability, outcome: "denied", rule: v.rule }))
+      : [{ capability: validator.name, outcome: "allowed" }],
   };
 }

@@ -16,7 +16,7 @@
 // which policies act, who speaks for the module, Exemptions: decided once), then fixes.ts (the
 // mutating step's fixes) or checks.ts (the validating step's findings), then, validating,
 // answer.ts (the decision, warnings and events). Beside them: types.ts (the request and the
-// answers), ../fix-trace.ts (what the fixes leave on the object), workload-simulation.ts (a workload
+// answers), ../objects/fix-trace.ts (what the fixes leave on the object), workload-simulation.ts (a workload
 // judged as its pods will be), update-gate.ts (what is judged at all, and the stored version an
 // UPDATE is compared with), findings.ts (findings as the engine words them), routes.ts (which step
 // runs on what), review.ts (the offline replay).
@@ -42,5 +42,5 @@ export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "../objects
 export { mutate } from "./fixes";
 export { isControllerUser, madeByController, needsJudging, storedVersionOf } from "./update-gate";
 export type { StoredVersion } from "../objects/policy";
-export { answer, decide, pendingWarnings, type Decision } from "./answer";
+export { answer, decide, pendingWarnings, validatorAnswer, type Decision } from "./answer";
 export { review, type Review } from "./review";

@@ -77,8 +77,9 @@ export type Applicability =
 
 /**
  * Whether a policy acts on objects in a namespace in this mode: not in the system or ignored
- * namespaces, only in its own namespaces if it names some, not where the mode is off (unless it
- * holds in every mode), not when its settings section is switched off.
+ * namespaces, only in its own namespaces if it names some, not where the mode is off, not when its
+ * settings section is switched off. (The Exemptions' validator is no policy: it answers in every
+ * mode, on its own binding: answer.ts, validatorAnswer.)
  */
 function applicabilityIn(
   policy: Policy,
@@ -89,7 +90,7 @@ function applicabilityIn(
   if (isIgnoredNamespace(namespaceName, settings)) return "ignored-namespace";
   if (policy.namespaces?.length && !policy.namespaces.includes(namespaceName))
     return "not-its-namespace";
-  if (!policy.enforcedInEveryMode && mode === "off") return "mode-off";
+  if (mode === "off") return "mode-off";
   if (policy.switchedBy && !settings[policy.switchedBy].enabled) return "disabled";
   return "applies";
 }
@@ -107,9 +108,9 @@ export function judgesObject(
   obj: KubeObject,
   platformKinds?: readonly WorkloadKindSpec[],
 ): boolean {
-  return isPod(obj) || isWorkload(obj, platformKinds)
-    ? !policy.onlyExtraKinds
-    : !!policy.extraKinds?.some(ref => isKind(obj, ref));
+  return (
+    isPod(obj) || isWorkload(obj, platformKinds) || !!policy.extraKinds?.some(r => isKind(obj, r))
+  );
 }
 
 /**
@@ -137,7 +138,7 @@ export interface Plan {
   ctx: RuleContext;
   shape: Shape;
   kinds: readonly WorkloadKindSpec[];
-  /** The namespace's mode (enforce for a step of policies that hold in every mode). */
+  /** The namespace's mode. */
   mode: Mode;
   /** An unknown mode label, said once by `speaker`. */
   modeWarning?: string;
@@ -175,10 +176,7 @@ export function planOf(
   const kinds = kindsInForce(deps.settings.workloads);
   const shape: Shape = isPod(obj) ? "pod" : isWorkload(obj, kinds) ? "workload" : "other";
   const namespaceMode = modeOf(ctx);
-  // The Exemptions' own validation holds in every namespace, whatever its mode label says.
-  const everyMode = acting.length > 0 && acting.every(p => p.enforcedInEveryMode);
-  const judges = (p: Policy) =>
-    shape === "other" ? !!p.extraKinds?.some(ref => isKind(obj, ref)) : !p.onlyExtraKinds;
+  const judges = (p: Policy) => shape !== "other" || !!p.extraKinds?.some(ref => isKind(obj, ref));
   const applies = new Map<Policy, Applicability>();
   const applicabilityOf = (p: Policy) => {
     let found = applies.get(p);
@@ -204,8 +202,8 @@ export function planOf(
     ctx,
     shape,
     kinds,
-    mode: everyMode ? "enforce" : namespaceMode.mode,
-    modeWarning: everyMode ? undefined : namespaceMode.warning,
+    mode: namespaceMode.mode,
+    modeWarning: namespaceMode.warning,
     judging,
     applies,
     active,

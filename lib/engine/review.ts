@@ -2,10 +2,10 @@
 // action by action, from the declaration Pepr's bindings are registered from (routes.ts).
 import { kindsInForce } from "../workload-kinds/in-force";
 import { isWorkload, type KubeObject } from "../objects/pod";
-import type { Policy } from "../objects/policy";
+import type { Policy, Validator } from "../objects/policy";
 import type { Mode } from "../settings";
 import type { Change, Skip, Violation } from "../objects/verdict";
-import { answer } from "./answer";
+import { answer, validatorAnswer } from "./answer";
 import { contextOf, modeOf, templateIsFixed } from "./plan";
 import { mutate } from "./fixes";
 import { actingFor, routeMatches, routesOf } from "./routes";
@@ -40,11 +40,13 @@ export interface Review {
  * The whole admission path for one object, offline (what `check` prints): the mutating step and
  * the validating step, capability by capability as the webhook runs them, joined as Pepr joins
  * them (denials in capability order, warnings concatenated). The input object is not changed.
+ * `validators` judge the module's own objects (an Exemption), as their bindings do.
  */
 export async function review(
   policies: Policy[],
   input: KubeObject,
   ctxInput: ContextInput,
+  validators: readonly Validator[] = [],
 ): Promise<Review> {
   const deps: EngineDeps = { settings: ctxInput.settings, cluster: ctxInput.cluster, policies };
   const object = structuredClone(input);
@@ -67,15 +69,21 @@ export async function review(
 
   // Pepr's dispatch, from the one table of routes: every mutating action on the object in order
   // (the mutating webhook), then every validating one.
-  const routes = routesOf(policies, deps.settings).filter(r =>
+  const routes = routesOf(policies, deps.settings, validators).filter(r =>
     routeMatches(r, object, request.operation, deps.settings),
   );
   const changes: Change[] = [];
   for (const route of routes.filter(r => r.step === "mutate"))
     changes.push(...(await mutate(request, deps, actingFor(route, policies))).changes);
   const answers: Answer[] = [];
-  for (const route of routes.filter(r => r.step === "validate"))
-    answers.push(await answer(request, deps, actingFor(route, policies)));
+  for (const route of routes.filter(r => r.step === "validate")) {
+    const validator = validators.find(v => v.name === route.capability);
+    answers.push(
+      route.target === "own-objects" && validator
+        ? validatorAnswer(request, deps, validator)
+        : await answer(request, deps, actingFor(route, policies)),
+    );
+  }
   const kinds = kindsInForce(deps.settings.workloads);
 
   const handled = answers.some(a => a.handled);

@@ -2,7 +2,14 @@
 // capability's index.ts hands its policy to bindPolicy, lib/pepr/adapter.ts), `check` replays it
 // (review.ts), and nothing else says which step runs on which objects. Pure data: no Pepr here.
 import { isPod, isWorkload, type KubeObject } from "../objects/pod";
-import { isKind, POD, type KindRef, type Operation, type Policy } from "../objects/policy";
+import {
+  isKind,
+  POD,
+  type KindRef,
+  type Operation,
+  type Policy,
+  type Validator,
+} from "../objects/policy";
 import type { Settings } from "../settings";
 import { groupOf, pluralOf } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
@@ -11,8 +18,11 @@ export interface Route {
   /** The Pepr capability that holds the binding. */
   capability: string;
   step: "mutate" | "validate";
-  /** What the binding receives: Pods, workloads (built-in and the kinds in force), or the policy's extra kinds. */
-  target: "pods" | "workloads" | "extra-kinds";
+  /**
+   * What the binding receives: Pods, workloads (built-in and the kinds in force), a policy's extra
+   * kinds, or a validator's kinds (the module's own objects: an Exemption).
+   */
+  target: "pods" | "workloads" | "extra-kinds" | "own-objects";
   operations: readonly Operation[];
   /** The policies that act: the capability's own, or every policy of the module (a shared action). */
   acting: "own" | "all";
@@ -57,6 +67,18 @@ export function policyRoutes(policy: Policy): Route[] {
   return routes;
 }
 
+/** A validator's route: a Validate of its kinds, on CREATE and UPDATE. */
+export const validatorRoutes = (validator: Validator): Route[] => [
+  {
+    capability: validator.name,
+    step: "validate",
+    target: "own-objects",
+    operations: CREATE_OR_UPDATE,
+    acting: "own",
+    binds: validator.kinds,
+  },
+];
+
 /**
  * The shared routes, with every policy at once (one binding per kind instead of one per policy:
  * each binding costs Pepr a filter pass on every request, docs/bench.md): Pods judged after every
@@ -90,11 +112,20 @@ export function sharedRoutes(workloads: Settings["workloads"]): Route[] {
 }
 
 /**
- * The routes of a module whose capabilities run these policies, in Pepr's order (capabilities in
- * the order of capabilities/index.ts, then the shared pods and workloads capabilities).
+ * The routes of a module whose capabilities run these policies and validators, in Pepr's order
+ * (the capabilities of capabilities/index.ts: the policy areas', the validators', then the shared
+ * pods and workloads capabilities).
  */
-export function routesOf(policies: readonly Policy[], settings: Settings): Route[] {
-  return [...policies.flatMap(policyRoutes), ...sharedRoutes(settings.workloads)];
+export function routesOf(
+  policies: readonly Policy[],
+  settings: Settings,
+  validators: readonly Validator[] = [],
+): Route[] {
+  return [
+    ...policies.flatMap(policyRoutes),
+    ...validators.flatMap(validatorRoutes),
+    ...sharedRoutes(settings.workloads),
+  ];
 }
 
 /** Whether a route's binding receives this object on this operation. */
@@ -111,6 +142,7 @@ export function routeMatches(
     case "workloads":
       return isWorkload(obj, kindsInForce(settings.workloads));
     case "extra-kinds":
+    case "own-objects":
       return route.binds.some(ref => isKind(obj, ref));
   }
 }

@@ -141,10 +141,6 @@ export interface Policy {
    * name is refused) and what a PolicyReport lists for each object.
    */
   rules: readonly string[];
-  /** Judged in every namespace whatever its mode label (the Exemptions' own validation). */
-  enforcedInEveryMode?: boolean;
-  /** Judges only its extraKinds, never Pods or workloads (the reports list no results of it for them). */
-  onlyExtraKinds?: boolean;
   /**
    * Rules no Exemption may waive, with why: what the API server enforces itself anyway (a waiver
    * would only move the refusal to its less helpful message).
@@ -186,3 +182,19 @@ export const isKind = (obj: KubeObject, ref: KindRef): boolean =>
 export const POD: KindRef = { group: "", version: "v1", kind: "Pod" };
 export const CONFIG_MAP: KindRef = { group: "", version: "v1", kind: "ConfigMap" };
 export const SECRET: KindRef = { group: "", version: "v1", kind: "Secret" };
+
+/**
+ * A judge of the module's own objects (an Exemption as it is written): a Validate binding of its
+ * own, outside the policies' engine. It answers in every namespace not ignored, whatever its mode
+ * label (a namespace's mode is for its workloads), and no Exemption waives it. Pure, like a rule.
+ */
+export interface Validator {
+  /** The capability name in its messages. */
+  name: string;
+  description: string;
+  /** Every rule it may refuse under. */
+  rules: readonly string[];
+  /** The kinds it judges, on CREATE and UPDATE. */
+  kinds: readonly KindRef[];
+  validate(object: KubeObject, ctx: RuleContext): RuleViolation[];
+}

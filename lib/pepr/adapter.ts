@@ -9,15 +9,16 @@ import {
   answer,
   mutate,
   reasonOf,
+  validatorAnswer,
   type AdmissionInput,
   type DecisionEvent,
   type EngineDeps,
 } from "../engine";
 import { recordDecision } from "../metrics";
 import type { KubeObject } from "../objects/pod";
-import type { Operation, Policy } from "../objects/policy";
+import type { Operation, Policy, Validator } from "../objects/policy";
 import type { Settings } from "../settings";
-import { policyRoutes, sharedRoutes, type Route } from "../engine/routes";
+import { policyRoutes, sharedRoutes, validatorRoutes, type Route } from "../engine/routes";
 
 type Request = PeprMutateRequest<KubernetesObject> | PeprValidateRequest<KubernetesObject>;
 
@@ -40,6 +41,17 @@ function configured(): EngineDeps {
 // Which policy each capability runs: `check` reads the policies from the list of capabilities, so
 // a capability added to that list acts in the webhook and in `check` alike.
 const policyOfCapability = new WeakMap<Capability, Policy>();
+
+// Which validator each capability runs, likewise.
+const validatorOfCapability = new WeakMap<Capability, Validator>();
+
+/** The validators of these capabilities, in their order. */
+export function validatorsOf(capabilities: Capability[]): Validator[] {
+  return capabilities.flatMap(c => {
+    const validator = validatorOfCapability.get(c);
+    return validator ? [validator] : [];
+  });
+}
 
 /** The policies of these capabilities, in their order (capabilities without one, e.g. workloads, left out). */
 export function policiesOf(capabilities: Capability[]): Policy[] {
@@ -112,9 +124,17 @@ async function mutateWith(req: PeprMutateRequest<KubernetesObject>, acting: Poli
   }
 }
 
-async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: Policy[]) {
+/** Who judges in a validating action: the acting policies (the engine), or a validator. */
+type Judge = { policies: Policy[] } | { validator: Validator };
+
+async function validateWith(req: PeprValidateRequest<KubernetesObject>, judge: Judge) {
+  const names = "validator" in judge ? [judge.validator.name] : judge.policies.map(p => p.name);
   try {
-    const result = await answer(await settledInputOf(req), configured(), acting);
+    const input = await settledInputOf(req);
+    const result =
+      "validator" in judge
+        ? validatorAnswer(input, configured(), judge.validator)
+        : await answer(input, configured(), judge.policies);
     countDecisions(result.events);
     const warnings = result.warnings.length ? result.warnings : undefined;
     // warn, not info: the deployed module runs at LOG_LEVEL=warn (Pepr's per-request info lines
@@ -137,7 +157,7 @@ async function validateWith(req: PeprValidateRequest<KubernetesObject>, acting: 
   } catch (e) {
     // Pepr would turn a thrown error into "Action failed with error: {}"; say what happened instead.
     const reason = reasonOf(e);
-    Log.error({ error: reason, capabilities: acting.map(p => p.name) }, "validation failed");
+    Log.error({ error: reason, capabilities: names }, "validation failed");
     return req.Deny(
       `admission-guard: internal error (${reason}). Fix: report this bug; meanwhile label the namespace admission-guard.dev/mode=warn`,
       500,
@@ -158,7 +178,7 @@ export function policyActions(capability: Capability, policy: Policy) {
       await mutateWith(req, [policy]);
     },
     validate: async function validate(req: PeprValidateRequest<KubernetesObject>) {
-      return validateWith(req, [policy]);
+      return validateWith(req, { policies: [policy] });
     },
   };
 }
@@ -174,10 +194,10 @@ export function policyActions(capability: Capability, policy: Policy) {
 export function sharedActions() {
   return {
     validatePod: async function validatePod(req: PeprValidateRequest<KubernetesObject>) {
-      return validateWith(req, configured().policies);
+      return validateWith(req, { policies: configured().policies });
     },
     validateWorkload: async function validateWorkload(req: PeprValidateRequest<KubernetesObject>) {
-      return validateWith(req, configured().policies);
+      return validateWith(req, { policies: configured().policies });
     },
     mutateTemplate: async function mutateTemplate(req: PeprMutateRequest<KubernetesObject>) {
       await mutateWith(req, configured().policies);
@@ -225,4 +245,17 @@ export function bindShared(capability: Capability, workloads: Settings["workload
     mutate: mutateTemplate,
     validate: pods ? validatePod : validateWorkload,
   });
+}
+
+/**
+ * A capability that judges the module's own objects (the Exemptions'): a Validate binding of its
+ * validator's kinds (lib/engine/routes.ts), answered by the validator alone, outside the policies'
+ * modes and Exemptions. Also records the validator, for `check`.
+ */
+export function bindValidator(capability: Capability, validator: Validator): void {
+  validatorOfCapability.set(capability, validator);
+  const validate = async function validate(req: PeprValidateRequest<KubernetesObject>) {
+    return validateWith(req, { validator });
+  };
+  bind(capability, validatorRoutes(validator), { mutate: async () => {}, validate });
 }

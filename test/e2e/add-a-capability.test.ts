@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { KubeObject } from "../../lib/objects/pod";
-import type { Policy } from "../../lib/objects/policy";
+import type { Policy, Validator } from "../../lib/objects/policy";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { copyModule, type ModuleCopy } from "../support/module-copy";
@@ -19,6 +19,7 @@ let copy: ModuleCopy;
 let api: StandInApi;
 let controller: Controller;
 let policies: Policy[];
+let validators: Validator[];
 
 const GREETED = "greeter.example.com/greeted";
 const namespace = (name: string): KubeObject => ({
@@ -79,7 +80,10 @@ beforeAll(async () => {
 
   const bundle = await copy.bundle();
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  policies = (require(join(copy.dir, "capabilities")) as { policies: Policy[] }).policies;
+  ({ policies, validators } = require(join(copy.dir, "capabilities")) as {
+    policies: Policy[];
+    validators: Validator[];
+  });
   api = await startStandIn({ objects: [namespace("pepr-demo"), namespace("team")] });
   controller = await startController({ api, bundle });
   await cachesSynced(api);
@@ -103,8 +107,9 @@ it("the copy is listed with the others, in order, for `check` and Pepr alike", (
     "hello-pepr",
     "greeter",
     "explodes",
-    "exemptions",
   ]);
+  // The Exemptions' validator is no policy: a capability of its own kind, listed apart.
+  expect(validators.map(v => v.name)).toEqual(["exemptions"]);
 });
 
 it("acts in the webhook: the real controller fixes a pod with it, and says so", async () => {

@@ -5,7 +5,7 @@
 //   const report = await checkParity(controller, manifest, { objects: api.objects(), settings });
 //   expect(report.differences).toEqual([]);
 import type { V1LimitRange, V1Node, V1ResourceQuota } from "@kubernetes/client-node";
-import { policies as allPolicies } from "../../capabilities";
+import { policies as allPolicies, validators } from "../../capabilities";
 import { SnapshotCluster, type ClusterView, type RbacEvaluator } from "../../lib/cluster/view";
 import type { ImageInspector } from "../../lib/images/inspector";
 import { pendingWarnings, review, type Review } from "../../lib/engine";
@@ -115,18 +115,24 @@ export async function checkParity(
 ): Promise<ParityReport> {
   const e2e = await admit(controller, manifest, opts);
   const request = e2e.request;
-  const engine = await review(opts.policies ?? allPolicies, request.object as KubeObject, {
-    // As the tests' controllers run (IMAGES_OFF), unless the test says otherwise.
-    settings: parseSettings(
-      { ...opts.settings, images: { inspect: false, ...opts.settings?.images } },
-      "test settings",
-    ),
-    cluster: opts.cluster ?? new SyncedSnapshot(opts.objects, opts.rbac, opts.images),
-    operation: request.operation as "CREATE" | "UPDATE",
-    namespace: request.namespace,
-    oldObject: request.oldObject ?? undefined,
-    dryRun: request.dryRun,
-  });
+  const engine = await review(
+    opts.policies ?? allPolicies,
+    request.object as KubeObject,
+    {
+      // As the tests' controllers run (IMAGES_OFF), unless the test says otherwise.
+      settings: parseSettings(
+        { ...opts.settings, images: { inspect: false, ...opts.settings?.images } },
+        "test settings",
+      ),
+      cluster: opts.cluster ?? new SyncedSnapshot(opts.objects, opts.rbac, opts.images),
+      operation: request.operation as "CREATE" | "UPDATE",
+      namespace: request.namespace,
+      oldObject: request.oldObject ?? undefined,
+      dryRun: request.dryRun,
+    },
+    validators,
+  );
+
   const engineMessage = engine.denials.join("; ");
   const differences: string[] = [];
   if (e2e.allowed !== engine.allowed)

@@ -2,7 +2,7 @@
 // namespace's mode, which policies act where, Exemptions (and what they may not waive), the UPDATE
 // gate, the mutating step and the trace it leaves, read back by the validating step.
 import { policies } from "../../capabilities";
-import { exemptionsPolicy } from "../../capabilities/exemptions/policy";
+import { exemptionsValidator } from "../../capabilities/exemptions/policy";
 import { SnapshotCluster } from "../../lib/cluster/view";
 import {
   answer,
@@ -21,6 +21,7 @@ import {
   review,
   storedVersionOf,
   templateIsFixed,
+  validatorAnswer,
   type EngineDeps,
 } from "../../lib/engine";
 import { recordedFixFailures, recordFixFailures } from "../../lib/objects/fix-trace";
@@ -222,27 +223,38 @@ describe("the namespace's mode decides what a violation does", () => {
     expect(r.warnings.filter(w => w.includes('"loud"'))).toHaveLength(1);
   });
 
-  it("a policy that holds in every mode answers in enforce even where the mode is off, alone only", async () => {
+  it("a validator answers in enforce even where the mode is off, and never in an ignored namespace", async () => {
     const exemptionObject = { ...exemption([{ capability: "s" }]) };
     exemptionObject.metadata = { name: "e1", namespace: NS }; // outside the exemptions namespace
     const cluster = clusterWith({ [MODE]: "off" });
-    const alone = await answer(request(exemptionObject), depsOf(policies, cluster), [
-      exemptionsPolicy,
-    ]);
+    const alone = validatorAnswer(
+      request(exemptionObject),
+      depsOf(policies, cluster),
+      exemptionsValidator,
+    );
     expect(alone).toMatchObject({ mode: "enforce", handled: true, allowed: false });
     expect(alone.violations.map(v => v.rule)).toContain("exemption-namespace");
-
-    // Asked with a policy that follows the mode, the namespace's mode is the answer's.
-    const s = stub("s");
-    const mixed = await answer(
-      request(pod()),
-      depsOf([s, exemptionsPolicy], clusterWith({ [MODE]: "warn" })),
-      [s, exemptionsPolicy],
+    expect(alone.events).toContainEqual({
+      capability: "exemptions",
+      outcome: "denied",
+      rule: "exemption-namespace",
+    });
+    // check replays its binding: the same answer, from review() with the module's validators.
+    const checked = await review(
+      policies,
+      exemptionObject,
+      { settings: parseSettings({}), cluster },
+      [exemptionsValidator],
     );
-    expect(mixed.mode).toBe("warn");
-    // A Pod is never "handled" by the Exemptions' policy, even in a namespace that is off.
-    const offPod = await answer(request(pod()), depsOf(policies, cluster), [exemptionsPolicy]);
-    expect(offPod.handled).toBe(false);
+    expect(checked.violations.map(v => v.rule)).toEqual(alone.violations.map(v => v.rule));
+    expect(checked.allowed).toBe(false);
+    // The policies' engine never sees it: where the mode is off, a Pod is not handled at all.
+    expect((await answer(request(pod()), depsOf(policies, cluster), policies)).handled).toBe(false);
+    // In an ignored namespace, nothing is judged.
+    const ignored = { ...exemptionObject, metadata: { name: "e1", namespace: "kube-system" } };
+    expect(validatorAnswer(request(ignored), depsOf(policies), exemptionsValidator).handled).toBe(
+      false,
+    );
   });
 });
 
@@ -260,9 +272,6 @@ describe("where a policy acts, and what is not handled", () => {
     expect(applicability({ ...s, namespaces: ["elsewhere"] }, ctxIn(NS))).toBe("not-its-namespace");
     expect(applicability({ ...s, namespaces: [NS] }, ctxIn(NS))).toBe("applies");
     expect(applicability(s, ctxIn(NS, { [MODE]: "off" }))).toBe("mode-off");
-    expect(applicability({ ...s, enforcedInEveryMode: true }, ctxIn(NS, { [MODE]: "off" }))).toBe(
-      "applies",
-    );
     expect(applicability({ ...s, switchedBy: "registries" }, ctxIn(NS))).toBe("applies");
   });
 
@@ -311,8 +320,8 @@ describe("where a policy acts, and what is not handled", () => {
     expect(judgesObject(s, deployment())).toBe(true);
     expect(judgesObject(s, configMap)).toBe(false);
     expect(judgesObject({ ...s, extraKinds: [CONFIG_MAP] }, configMap)).toBe(true);
-    expect(judgesObject(exemptionsPolicy, pod())).toBe(false);
-    expect(judgesObject(exemptionsPolicy, exemption([{ capability: "s" }]))).toBe(true);
+    // The module's own objects are its validators', never a policy's.
+    expect(judgesObject(s, exemption([{ capability: "s" }]))).toBe(false);
   });
 
   it("a pod in an ignored namespace or outside a policy's namespaces is not handled and not fixed", async () => {
@@ -802,8 +811,9 @@ describe("a workload's answer: pending fixes, the predicted pods, review()", () 
 describe("what concerns the object is said once, by the first policy that acts here", () => {
   const s = stub("s");
   const narrow = stub("narrow", { namespaces: ["elsewhere"] });
-  // First in the module: a policy of extra kinds only, then one that does not act in this namespace.
-  const module = [exemptionsPolicy, narrow, s];
+  const off = stub("off", { namespaces: ["nowhere"] });
+  // First in the module: two policies that do not act in this namespace.
+  const module = [off, narrow, s];
 
   it("an unknown mode label and a Pod without spec are said by the first policy that acts, once", async () => {
     const deps = depsOf(module, clusterWith({ [MODE]: "loud" }));
@@ -860,7 +870,6 @@ describe("policies with only some of the steps", () => {
       description: "",
       rules: ["no-secret"],
       extraKinds: [CONFIG_MAP],
-      onlyExtraKinds: true,
       check: obj => ({
         changes: [],
         warnings: [],

@@ -1,6 +1,6 @@
 // Exemptions: matching, expiry, the namespace rule, and what the engine does with them, over the
 // module's real policies (no Pepr, no cluster: a snapshot holds the Exemptions).
-import { policies } from "../../capabilities";
+import { policies, validators } from "../../capabilities";
 import { SnapshotCluster } from "../../lib/cluster/view";
 import { answer, mutate, review } from "../../lib/engine";
 import {
@@ -71,7 +71,13 @@ const judge = (
   obj: KubeObject,
   objects: KubeObject[] = [],
   settings: Settings = defaultSettings(),
-) => review(policies, obj, { settings, cluster: new SnapshotCluster([...namespaces, ...objects]) });
+) =>
+  review(
+    policies,
+    obj,
+    { settings, cluster: new SnapshotCluster([...namespaces, ...objects]) },
+    validators,
+  );
 
 const read = (obj: KubeObject): Exemption => {
   const r = readExemption(obj);

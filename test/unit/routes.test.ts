@@ -2,7 +2,7 @@
 // bindings from it (bindPolicy, bindShared) and `check` replays it. Here: every admission binding
 // Pepr recorded is a route's bound kind, in the same order per step, and nothing else is; so the
 // webhook receives exactly what `check` judges.
-import { capabilities, policies } from "../../capabilities";
+import { capabilities, policies, validators } from "../../capabilities";
 import { actingFor, routeMatches, routesOf, type Route } from "../../lib/engine/routes";
 import type { KubeObject } from "../../lib/objects/pod";
 import { CONFIG_MAP, noFindings, type Operation } from "../../lib/objects/policy";
@@ -49,7 +49,7 @@ const byStep = (rows: Row[], step: Row["step"]) => rows.filter(r => r.step === s
 
 test("every admission binding of the capabilities is a route's, in order, and every route bound", () => {
   const bindings = bindingRows();
-  const routes = routeRows(routesOf(policies, built));
+  const routes = routeRows(routesOf(policies, built, validators));
   for (const step of ["mutate", "validate"] as const) {
     const fromBindings = byStep(bindings, step);
     const fromRoutes = byStep(routes, step);
