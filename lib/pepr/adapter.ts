@@ -210,7 +210,8 @@ function bind(
   capability: Capability,
   routes: Route[],
   actions: {
-    mutate: ReturnType<typeof policyActions>["mutatePod"];
+    /** Unset for a capability that only validates (its routes have no mutating step). */
+    mutate?: ReturnType<typeof policyActions>["mutatePod"];
     validate: ReturnType<typeof policyActions>["validate"];
   },
 ) {
@@ -220,8 +221,10 @@ function bind(
       const event = route.operations.includes("UPDATE")
         ? when.IsCreatedOrUpdated()
         : when.IsCreated();
-      if (route.step === "mutate") event.Mutate(actions.mutate);
-      else event.Validate(actions.validate);
+      if (route.step === "mutate") {
+        if (!actions.mutate) throw new Error(`${capability.name}: a mutating route without a fix`);
+        event.Mutate(actions.mutate);
+      } else event.Validate(actions.validate);
     }
 }
 
@@ -257,5 +260,5 @@ export function bindValidator(capability: Capability, validator: Validator): voi
   const validate = async function validate(req: PeprValidateRequest<KubernetesObject>) {
     return validateWith(req, { validator });
   };
-  bind(capability, validatorRoutes(validator), { mutate: async () => {}, validate });
+  bind(capability, validatorRoutes(validator), { validate });
 }
