@@ -90,6 +90,6 @@ export const HelloPepr = new Capability({
 //   - a policy with `extraKinds` gets a When(kind).IsCreatedOrUpdated().Validate(...) for each
 //     (payload-size judges ConfigMaps and Secrets so);
 //   - every policy's `check` runs in the shared validation of Pods (capabilities/pods) and workload
-//     templates (capabilities/workloads): one Validate binding per kind for the whole module, as
-//     each binding costs Pepr a filter pass and a callback on every request.
+//     templates (capabilities/workloads): one Validate binding per kind (or API group) for the
+//     whole module, as each binding costs Pepr a filter pass and a callback on every request.
 bindPolicy(HelloPepr, helloPeprPolicy);

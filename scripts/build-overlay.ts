@@ -11,6 +11,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { routesOf } from "../lib/engine/routes";
 import { backgroundBindingsWanted, moduleEnvironment, settingsFromEnv } from "../lib/settings";
 import { BuildOutput } from "./overlay/apply";
 import { overlay, type PeprConfig } from "./overlay/entries";
@@ -36,9 +37,15 @@ function main(): void {
   /** The entry being applied, named in an error. */
   let applying: string | undefined;
   try {
+    const settings = settingsFromEnv(moduleEnvironment(pepr.env ?? {}, buildEnv));
+    // The capabilities, as `pepr build` loaded them (Pepr's own start-up lines kept quiet).
+    process.env.LOG_LEVEL ??= "warn";
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { policies, validators } = require("../capabilities") as typeof import("../capabilities");
     const entries = overlay({
       pepr,
-      settings: settingsFromEnv(moduleEnvironment(pepr.env ?? {}, buildEnv)),
+      settings,
+      routes: routesOf(policies, settings, validators),
       watcher: backgroundBindingsWanted(pepr.env ?? {}, buildEnv),
       monitoringSources: directory(process.argv[3], "deploy/monitoring/"),
     });

@@ -26,7 +26,7 @@ export interface Route {
   operations: readonly Operation[];
   /** The policies that act: the capability's own, or every policy of the module (a shared action). */
   acting: "own" | "all";
-  /** The kinds Pepr binds for it, one binding each (the webhook's rules follow from them). */
+  /** The kinds it receives: one webhook rule each (webhookRules); Pepr binds them by bindingsOf. */
   binds: readonly KindRef[];
 }
 
@@ -80,7 +80,7 @@ export const validatorRoutes = (validator: Validator): Route[] => [
 ];
 
 /**
- * The shared routes, with every policy at once (one binding per kind instead of one per policy:
+ * The shared routes, with every policy at once (one route per step instead of one per policy:
  * each binding costs Pepr a filter pass on every request, docs/bench.md): Pods judged after every
  * mutating webhook, workloads' templates judged (and, with workloads.mutate, fixed) as their pods
  * will be. `workloads` are the settings the module is built with: they decide the webhook's rules.
@@ -126,6 +126,65 @@ export function routesOf(
     ...validators.flatMap(validatorRoutes),
     ...sharedRoutes(settings.workloads),
   ];
+}
+
+/**
+ * The kinds Pepr binds for a route: one binding per API group it names two kinds or more of (kind
+ * "", plural "*": Pepr's filter matches it by group alone, and the action checks the kind against
+ * the route, routeMatches), else the kind itself. Pepr runs every binding's filter on every
+ * request, so fewer bindings cost less (docs/bench.md); the webhook's rules stay one per declared
+ * kind (webhookRules, applied by the build overlay). The core group is never bound whole: Pepr
+ * reads a core binding without a kind as "every request of every group". Why: docs/adr/0025.
+ */
+export function bindingsOf(route: Route): KindRef[] {
+  const perGroup = new Map<string, number>();
+  for (const kind of route.binds) perGroup.set(kind.group, (perGroup.get(kind.group) ?? 0) + 1);
+  const bound = new Set<string>();
+  const bindings: KindRef[] = [];
+  for (const kind of route.binds) {
+    if (!kind.group || perGroup.get(kind.group)! < 2) bindings.push(kind);
+    else if (!bound.has(kind.group)) {
+      bound.add(kind.group);
+      bindings.push({ group: kind.group, version: "", kind: "", plural: "*" });
+    }
+  }
+  return bindings;
+}
+
+/** Whether Pepr binds this as a whole API group (bindingsOf). */
+export const isGroupBinding = (kind: KindRef): boolean => kind.kind === "";
+
+/** A rule of an admission webhook (admissionregistration.k8s.io/v1 RuleWithOperations). */
+export interface WebhookRule {
+  apiGroups: string[];
+  apiVersions: string[];
+  operations: string[];
+  resources: string[];
+}
+
+/**
+ * The rules of the module's mutating or validating webhook: one per declared kind, each as Pepr
+ * 1.1.4 writes one for a binding of that kind (its plural, else the kind in lower case + "s";
+ * Pods with their ephemeral containers), in the routes' order, each once. The build overlay puts
+ * them in place of the group-wide rules Pepr writes for bindingsOf's group bindings, so the API
+ * server sends exactly the declared kinds.
+ */
+export function webhookRules(routes: readonly Route[], step: Route["step"]): WebhookRule[] {
+  const rules = new Map<string, WebhookRule>();
+  for (const route of routes)
+    if (route.step === step)
+      for (const kind of route.binds) {
+        const resource = kind.plural || `${kind.kind.toLowerCase()}s`;
+        const rule: WebhookRule = {
+          apiGroups: [kind.group],
+          apiVersions: [kind.version || "*"],
+          operations: [...route.operations],
+          resources: resource === "pods" ? [resource, "pods/ephemeralcontainers"] : [resource],
+        };
+        const key = JSON.stringify(rule);
+        if (!rules.has(key)) rules.set(key, rule);
+      }
+  return [...rules.values()];
 }
 
 /** Whether a route's binding receives this object on this operation. */

@@ -18,7 +18,15 @@ import { recordDecision } from "../metrics";
 import type { KubeObject } from "../objects/pod";
 import type { Operation, Policy, Validator } from "../objects/policy";
 import type { Settings } from "../settings";
-import { policyRoutes, sharedRoutes, validatorRoutes, type Route } from "../engine/routes";
+import {
+  bindingsOf,
+  isGroupBinding,
+  policyRoutes,
+  routeMatches,
+  sharedRoutes,
+  validatorRoutes,
+  type Route,
+} from "../engine/routes";
 
 type Request = PeprMutateRequest<KubernetesObject> | PeprValidateRequest<KubernetesObject>;
 
@@ -205,7 +213,19 @@ export function sharedActions() {
   };
 }
 
-/** Registers a capability's bindings as its routes declare them: one When(...) per bound kind. */
+/** Whether a route receives what Pepr matched by a group binding (bindingsOf): a declared kind. */
+const receives = (route: Route, req: Request): boolean =>
+  routeMatches(
+    route,
+    req.Raw as KubeObject,
+    req.Request.operation as Operation,
+    configured().settings,
+  );
+
+/**
+ * Registers a capability's bindings as its routes declare them: one When(...) per binding of
+ * bindingsOf (a kind, or a whole API group whose action passes over undeclared kinds).
+ */
 function bind(
   capability: Capability,
   routes: Route[],
@@ -216,15 +236,31 @@ function bind(
   },
 ) {
   for (const route of routes)
-    for (const kind of route.binds) {
+    for (const kind of bindingsOf(route)) {
       const when = capability.When(a.GenericKind, kind);
       const event = route.operations.includes("UPDATE")
         ? when.IsCreatedOrUpdated()
         : when.IsCreated();
+      const wholeGroup = isGroupBinding(kind);
       if (route.step === "mutate") {
-        if (!actions.mutate) throw new Error(`${capability.name}: a mutating route without a fix`);
-        event.Mutate(actions.mutate);
-      } else event.Validate(actions.validate);
+        const { mutate } = actions;
+        if (!mutate) throw new Error(`${capability.name}: a mutating route without a fix`);
+        event.Mutate(
+          wholeGroup
+            ? async (req: PeprMutateRequest<KubernetesObject>) => {
+                if (receives(route, req)) await mutate(req);
+              }
+            : mutate,
+        );
+      } else {
+        const { validate } = actions;
+        event.Validate(
+          wholeGroup
+            ? async (req: PeprValidateRequest<KubernetesObject>) =>
+                receives(route, req) ? validate(req) : req.Approve()
+            : validate,
+        );
+      }
     }
 }
 

@@ -86,6 +86,18 @@ export interface TemplateInsert {
 }
 
 /**
+ * The lines below a key line of one of Pepr's chart templates (those indented deeper than it)
+ * replaced by `lines`; the key line must be there exactly `count` times. For a block of plain YAML
+ * inside a template (a webhook's rules), which no YAML parser reads as a whole.
+ */
+export interface TemplateBlock {
+  template: string;
+  key: string;
+  lines: string[];
+  count: number;
+}
+
+/**
  * Something in Pepr's manifest an entry names without changing it, checked first: documents that
  * must be there and, with `path`, the value each holds there.
  */
@@ -107,6 +119,7 @@ export interface OverlayEntry {
   values?: ValueChange[];
   newValues?: NewValues[];
   inserts?: TemplateInsert[];
+  blocks?: TemplateBlock[];
   /** Chart templates of ours, whole. */
   templates?: Record<string, string>;
   /** Other files of dist/ (opt-in objects, monitoring). */
@@ -172,6 +185,7 @@ export class BuildOutput {
     for (const change of entry.values ?? []) this.changeValue(change);
     for (const values of entry.newValues ?? []) this.addValues(values);
     for (const insert of entry.inserts ?? []) this.insert(insert);
+    for (const block of entry.blocks ?? []) this.replaceBlock(block);
     for (const [name, text] of Object.entries(entry.templates ?? {}))
       this.writes.set(this.template(name).href, text);
     for (const [name, text] of Object.entries(entry.files ?? {}))
@@ -296,12 +310,17 @@ export class BuildOutput {
     this.schema.changed = true;
   }
 
-  private insert({ template, before, lines, count }: TemplateInsert): void {
-    const file = this.template(template);
+  /** A template's text as the entries so far left it. */
+  private templateText(file: URL): string {
     const pending = this.writes.get(file.href);
     if (pending === undefined && !existsSync(file))
       throw new Error(`${file.pathname} is missing: pepr build wrote no Helm chart there`);
-    const text = pending ?? readFileSync(file, "utf8");
+    return pending ?? readFileSync(file, "utf8");
+  }
+
+  private insert({ template, before, lines, count }: TemplateInsert): void {
+    const file = this.template(template);
+    const text = this.templateText(file);
     // What an earlier run inserted goes first, then the anchor is counted: once per place.
     const inserted = ["", ...lines, before].join("\n");
     const lineList = text.split(inserted).join(`\n${before}`).split("\n");
@@ -314,5 +333,28 @@ export class BuildOutput {
       file.href,
       lineList.flatMap(l => (l === before ? [...lines, l] : [l])).join("\n"),
     );
+  }
+
+  private replaceBlock({ template, key, lines, count }: TemplateBlock): void {
+    const file = this.template(template);
+    const indent = (line: string) => line.length - line.trimStart().length;
+    const out: string[] = [];
+    let found = 0;
+    let inBlock = false;
+    for (const line of this.templateText(file).split("\n")) {
+      if (inBlock && (line.trim() === "" || indent(line) > indent(key))) continue;
+      inBlock = false;
+      out.push(line);
+      if (line === key) {
+        found++;
+        inBlock = true;
+        out.push(...lines);
+      }
+    }
+    if (found !== count)
+      throw new Error(
+        `${file.pathname}: expected the line ${JSON.stringify(key)} ${count} time(s), found ${found}: Pepr's template changed, see scripts/overlay/entries.ts`,
+      );
+    this.writes.set(file.href, out.join("\n"));
   }
 }

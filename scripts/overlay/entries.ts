@@ -10,6 +10,7 @@ import {
   SYSTEM_NAMESPACES,
 } from "../../lib/settings";
 import { DRAIN_PATH } from "../../lib/pepr/webhook-body-limit";
+import { type Route, webhookRules } from "../../lib/engine/routes";
 import { stringify } from "yaml";
 import { type KubeObject, type ListUpdate, type OverlayEntry, helmObjects } from "./apply";
 import { monitoring } from "./monitoring";
@@ -31,6 +32,8 @@ export interface OverlayContext {
   watcher: boolean;
   /** deploy/monitoring/, where the alerts and the dashboard come from. */
   monitoringSources: URL;
+  /** The module's declaration of what runs where (lib/engine/routes.ts), as built. */
+  routes: readonly Route[];
 }
 
 /** Where Pepr installs the module. */
@@ -110,6 +113,12 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
     },
   };
   const armingOnly = armingGuard(NAME);
+  const exactRules = (["mutate", "validate"] as const).map(step => ({
+    step,
+    rules: webhookRules(ctx.routes, step),
+    kind: step === "mutate" ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
+    template: step === "mutate" ? "mutation-webhook.yaml" : "validation-webhook.yaml",
+  }));
   const namespaceKeys = namespaceKeysPolicy(NAME);
 
   return [
@@ -133,6 +142,32 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
           count: 1,
         },
       ],
+    },
+    {
+      name: "webhook-rules",
+      why: "Pepr binds a whole API group where the module judges two kinds or more of it (one filter pass on every request instead of one per kind, lib/engine/routes.ts bindingsOf) and writes a rule for every resource of that group: the API server sends only the declared kinds",
+      summary:
+        exactRules.map(r => `${r.rules.length} ${r.step} rules`).join(", ") +
+        ", one per declared kind",
+      patches: exactRules
+        .filter(r => r.rules.length)
+        .map(r => ({
+          select: { kind: r.kind, name: NAME },
+          path: ["webhooks", "*", "rules"],
+          set: r.rules,
+        })),
+      blocks: exactRules
+        .filter(r => r.rules.length)
+        .map(r => ({
+          template: r.template,
+          key: "    rules:",
+          // At Pepr's indentation and quoting.
+          lines: stringify(r.rules, { singleQuote: true })
+            .trimEnd()
+            .split("\n")
+            .map(line => `      ${line}`),
+          count: 1,
+        })),
     },
     {
       name: "image-credentials-rbac",

@@ -6,15 +6,18 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { parseAllDocuments } from "yaml";
+import { parseAllDocuments, parseDocument } from "yaml";
+import { capabilities, policies, validators } from "../../capabilities";
+import { routesOf, webhookRules } from "../../lib/engine/routes";
+import { moduleEnvironment, settingsFromEnv } from "../../lib/settings";
 import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
 import { moduleYamlPath } from "../support/module-rbac";
 
 const exec = promisify(execFile);
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
-const chartTemplate = (dist: string) =>
-  join(dist, `${pkg.pepr.uuid}-chart`, "templates", "mutation-webhook.yaml");
+const chartTemplate = (dist: string, name = "mutation-webhook.yaml") =>
+  join(dist, `${pkg.pepr.uuid}-chart`, "templates", name);
 const OVERLAY = join(REPO_ROOT, "scripts", "build-overlay.ts");
 /** The build overlay on a directory laid out as dist/, with these settings in its environment. */
 const runOverlay = (dist: string, env: Record<string, string> = {}) =>
@@ -79,18 +82,39 @@ describe("deploy artifacts", () => {
     );
   });
 
+  it("the webhooks' rules name exactly the declared kinds, in the manifest and the chart, though Pepr binds whole API groups", () => {
+    // The build's own settings and capabilities (as `pepr build` loaded them).
+    const built = settingsFromEnv(moduleEnvironment(pkg.pepr.env));
+    const routes = routesOf(policies, built, validators);
+    expect(capabilities.flatMap(c => c.bindings).some(b => b.kind.plural === "*")).toBe(true);
+    const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(
+      d => d.toJS() as KubeObject,
+    );
+    for (const [step, kind, template] of [
+      ["mutate", "MutatingWebhookConfiguration", "mutation-webhook.yaml"],
+      ["validate", "ValidatingWebhookConfiguration", "validation-webhook.yaml"],
+    ] as const) {
+      const expected = webhookRules(routes, step);
+      const webhooks = docs.find(d => d.kind === kind)!.webhooks as { rules: unknown }[];
+      for (const w of webhooks) expect(w.rules).toEqual(expected);
+      // The chart's template is YAML with Go actions: its rules block alone parses.
+      const text = readFileSync(chartTemplate(join(REPO_ROOT, "dist"), template), "utf8");
+      const block = /^ {4}rules:\n((?: {6}.*\n)+)/m.exec(text)![1];
+      expect(parseDocument(block).toJS()).toEqual(expected);
+    }
+  });
+
   it("running the step again changes nothing", async () => {
     const dir = distCopy();
     try {
-      const before = [
+      const read = () => [
         readFileSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
         readFileSync(chartTemplate(dir), "utf8"),
+        readFileSync(chartTemplate(dir, "validation-webhook.yaml"), "utf8"),
       ];
+      const before = read();
       expect((await runStep(dir)).code).toBe(0);
-      expect([
-        readFileSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
-        readFileSync(chartTemplate(dir), "utf8"),
-      ]).toEqual(before);
+      expect(read()).toEqual(before);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -6,6 +6,7 @@ import type { KubernetesObject } from "kubernetes-fluent-client";
 import { HELLO_DENY_LABEL, HELLO_LABEL, helloPeprPolicy } from "../../hello-pepr";
 import { SnapshotCluster, type ClusterView } from "../../lib/cluster/view";
 import {
+  bindShared,
   configureAdmission,
   policiesOf,
   policyActions,
@@ -133,5 +134,56 @@ describe("the capabilities `check` reads", () => {
       // The way out, once for the action: an Exemption, and who grants it.
       "admission-guard",
     ]);
+  });
+});
+
+describe("a binding of a whole API group (lib/engine/routes.ts bindingsOf)", () => {
+  const Workloads = new Capability({ name: "workloads", description: "test" });
+  bindShared(Workloads, defaultSettings().workloads);
+  const apps = Workloads.bindings.find(b => b.isValidate && b.kind.group === "apps")!;
+  const inApps = (kind: string, labels: Record<string, string> = {}) =>
+    new PeprValidateRequest({
+      ...request({
+        apiVersion: "apps/v1",
+        kind,
+        metadata: { name: "w", namespace: NS, labels },
+        spec: { template: { metadata: { labels }, spec: pod().spec } },
+      }),
+      kind: { group: "apps", version: "v1", kind },
+    } as unknown as ConstructorParameters<typeof PeprValidateRequest<KubernetesObject>>[0]);
+  // A cluster view that fails whenever the engine asks it anything: judging means failing.
+  const failing: ClusterView = Object.assign(
+    new SnapshotCluster([{ kind: "Namespace", metadata: { name: NS } }]),
+    {
+      settle: async () => {
+        throw new Error("the engine was asked");
+      },
+    },
+  );
+
+  it("is one binding, kind-less, of every kind the module declares in the group", () => {
+    expect(apps.kind).toEqual({ group: "apps", version: "", kind: "", plural: "*" });
+    expect(Workloads.bindings.filter(b => b.isValidate && b.kind.group === "apps")).toHaveLength(1);
+  });
+
+  it("passes over a kind of the group the module does not declare, without judging it", async () => {
+    configure([helloPeprPolicy], failing);
+    expect(await apps.validateCallback!(inApps("ControllerRevision"))).toEqual({
+      allowed: true,
+      warnings: undefined,
+    });
+    // A declared kind of the group is judged (and the failing view shows it was).
+    const judged = await apps.validateCallback!(inApps("Deployment"));
+    expect(judged).toMatchObject({ allowed: false, statusCode: 500 });
+    expect((judged as { statusMessage: string }).statusMessage).toContain("the engine was asked");
+  });
+
+  it("judges a declared kind as a binding of its own would", async () => {
+    configure([helloPeprPolicy]);
+    const denied = await apps.validateCallback!(
+      inApps("Deployment", { [HELLO_DENY_LABEL]: "true" }),
+    );
+    expect(denied).toMatchObject({ allowed: false, statusCode: 403 });
+    expect(await apps.validateCallback!(inApps("Deployment"))).toMatchObject({ allowed: true });
   });
 });

@@ -1,9 +1,17 @@
 // What runs where is declared once (lib/engine/routes.ts): the capabilities register their Pepr
-// bindings from it (bindPolicy, bindShared) and `check` replays it. Here: every admission binding
-// Pepr recorded is a route's bound kind, in the same order per step, and nothing else is; so the
-// webhook receives exactly what `check` judges.
+// bindings from it (bindPolicy, bindShared; one per kind, or per API group: bindingsOf), the build
+// overlay writes the webhook's rules from it (webhookRules) and `check` replays it. Here: every
+// admission binding Pepr recorded is a route's, in the same order per step, and nothing else is;
+// the rules name every declared kind once; so the webhook receives exactly what `check` judges.
 import { capabilities, policies, validators } from "../../capabilities";
-import { actingFor, routeMatches, routesOf, type Route } from "../../lib/engine/routes";
+import {
+  actingFor,
+  bindingsOf,
+  routeMatches,
+  routesOf,
+  webhookRules,
+  type Route,
+} from "../../lib/engine/routes";
 import type { KubeObject } from "../../lib/objects/pod";
 import { CONFIG_MAP, noFindings, type Operation } from "../../lib/objects/policy";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../lib/settings";
@@ -36,7 +44,7 @@ function bindingRows(): Row[] {
 
 function routeRows(routes: Route[]): Row[] {
   return routes.flatMap(r =>
-    r.binds.map(k => ({
+    bindingsOf(r).map(k => ({
       capability: r.capability,
       step: r.step,
       kind: `${k.kind}.${k.group}/${k.version}`,
@@ -61,14 +69,78 @@ test("every admission binding of the capabilities is a route's, in order, and ev
     expect(fromRoutes.map(key).sort()).toEqual(fromBindings.map(key).sort());
   }
   // And what is bound is what the engine judges: every built-in workload kind and every kind in
-  // force, each once, validated; Pods once by the shared validation; each fix once on Pod CREATE.
-  const validated = byStep(bindings, "validate").filter(r => r.capability === "workloads");
-  expect(validated.map(r => r.kind.split(".")[0]).sort()).toEqual(
+  // force, each once, in the webhook's rules and under a binding of its own or of its group;
+  // Pods once by the shared validation; each fix once on Pod CREATE.
+  const workloads = routesOf(policies, built, validators).find(
+    r => r.capability === "workloads" && r.step === "validate",
+  )!;
+  expect(workloads.binds.map(k => k.kind).sort()).toEqual(
     [...WORKLOAD_KINDS, ...kindsInForce(built.workloads).map(k => k.kind)].sort(),
   );
+  const validated = byStep(bindings, "validate").filter(r => r.capability === "workloads");
+  const coveredBy = (k: (typeof workloads.binds)[number]) =>
+    validated.find(r => r.kind === `${k.kind}.${k.group}/${k.version}` || r.kind === `.${k.group}/`)
+      ?.kind ?? `no binding for ${k.kind}`;
+  for (const k of workloads.binds) expect(coveredBy(k)).not.toMatch(/^no binding/);
   expect(bindings.filter(r => r.kind === "Pod./v1").map(r => `${r.capability} ${r.event}`)).toEqual(
     [...policies.filter(p => p.fix).map(p => `${p.name} CREATE`), "pods CREATEORUPDATE"],
   );
+});
+
+describe("Pepr's bindings and the webhook's rules (bindingsOf, webhookRules)", () => {
+  const routes = routesOf(policies, built, validators);
+  const workloads = routes.find(r => r.capability === "workloads" && r.step === "validate")!;
+
+  test("a named API group the route binds two kinds or more of is one binding; the core group never is", () => {
+    const bound = bindingsOf(workloads);
+    const groups = new Map<string, number>();
+    for (const k of workloads.binds) groups.set(k.group, (groups.get(k.group) ?? 0) + 1);
+    for (const [group, count] of groups) {
+      const ofGroup = bound.filter(b => b.group === group);
+      if (group && count > 1)
+        expect(ofGroup).toEqual([{ group, version: "", kind: "", plural: "*" }]);
+      else expect(ofGroup).toEqual(workloads.binds.filter(k => k.group === group));
+    }
+    // apps (4 kinds), batch (2), kubeflow.org (6), ray.io (3): 15 kinds in 4 bindings.
+    expect(bound.length).toBeLessThan(workloads.binds.length);
+    expect(bound.some(b => b.group === "" && b.kind === "")).toBe(false);
+    // Two core kinds stay two bindings: a core binding without a kind is every request to Pepr.
+    const payload = routes.find(r => r.capability === "payload-size")!;
+    expect(bindingsOf(payload)).toEqual(payload.binds);
+  });
+
+  test("the rules are one per declared kind, as Pepr writes a kind's binding, each once", () => {
+    const rules = webhookRules(routes, "validate");
+    const resources = rules.flatMap(r => r.apiGroups.map(g => `${g}/${r.resources[0]}`));
+    expect(new Set(resources).size).toBe(resources.length);
+    expect(rules.find(r => r.resources[0] === "deployments")).toEqual({
+      apiGroups: ["apps"],
+      apiVersions: ["v1"],
+      operations: ["CREATE", "UPDATE"],
+      resources: ["deployments"],
+    });
+    expect(rules.find(r => r.resources[0] === "pytorchjobs")).toMatchObject({
+      apiGroups: ["kubeflow.org"],
+      apiVersions: ["*"],
+    });
+    expect(rules.find(r => r.resources[0] === "pods")?.resources).toEqual([
+      "pods",
+      "pods/ephemeralcontainers",
+    ]);
+    expect(rules.some(r => r.resources.includes("*"))).toBe(false);
+    expect(webhookRules(routes, "mutate")).toEqual([
+      {
+        apiGroups: [""],
+        apiVersions: ["v1"],
+        operations: ["CREATE"],
+        resources: ["pods", "pods/ephemeralcontainers"],
+      },
+    ]);
+    // Every declared kind of every validating route has its rule.
+    for (const route of routes.filter(r => r.step === "validate"))
+      for (const k of route.binds)
+        expect(resources).toContain(`${k.group}/${k.plural ?? `${k.kind.toLowerCase()}s`}`);
+  });
 });
 
 test("workloads.mutate adds the template fixes as a route (the build with it has the bindings: cluster tier 70)", () => {
