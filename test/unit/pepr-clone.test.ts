@@ -57,3 +57,47 @@ test("a pod of 35,000 alike projected sources is copied with the linear clone, n
   expect(copy.spec.volumes[0].projected.sources).toHaveLength(35_000);
   expect(copy.spec.volumes[0].projected.sources[34_999]).toEqual({ secret: { name: "s34999" } });
 });
+
+describe("the copy of JSON's values (one walk; structuredClone past its bounds)", () => {
+  const clone = linearClone(() => {
+    throw new Error("ramda's clone was used");
+  });
+
+  test("a key named __proto__, as JSON.parse makes it, stays a key of the copy, not its prototype", () => {
+    const parsed = JSON.parse('{"metadata":{"__proto__":{"polluted":true},"name":"p"}}');
+    const copy = clone(parsed) as { metadata: Record<string, unknown> };
+    expect(Object.getPrototypeOf(copy.metadata)).toBe(Object.prototype);
+    expect(Object.keys(copy.metadata)).toEqual(["__proto__", "name"]);
+    expect(copy.metadata.polluted).toBeUndefined();
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(parsed));
+  });
+
+  test("a cycle, or a nest deeper than an object has, is copied whole by structuredClone", () => {
+    const cyclic: Record<string, unknown> = { name: "c" };
+    cyclic.self = cyclic;
+    const copy = clone(cyclic) as Record<string, unknown>;
+    expect(copy).not.toBe(cyclic);
+    expect(copy.self).toBe(copy);
+    let deep: unknown = "leaf";
+    for (let i = 0; i < 2_000; i++) deep = [deep];
+    expect(JSON.stringify(clone(deep))).toBe(JSON.stringify(deep));
+  });
+
+  test("an object sharing its parts is copied once, not once per path to each", () => {
+    let shared: unknown = { leaf: true };
+    for (let i = 0; i < 40; i++) shared = { a: shared, b: shared }; // 2^40 paths
+    const copy = clone(shared) as { a: unknown; b: unknown };
+    expect(copy.a).toBe(copy.b); // structuredClone keeps the sharing
+  });
+
+  test("dates, maps and class instances inside go to structuredClone, copied as it copies them", () => {
+    const when = new Date(0);
+    const copy = clone({ at: when, seen: new Map([["k", 1]]) }) as {
+      at: Date;
+      seen: Map<string, number>;
+    };
+    expect(copy.at).toEqual(when);
+    expect(copy.at).not.toBe(when);
+    expect(copy.seen.get("k")).toBe(1);
+  });
+});
