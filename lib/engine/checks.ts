@@ -21,7 +21,7 @@ async function validate(
 ): Promise<Findings> {
   const findings = emptyFindings();
   const { ctx } = plan;
-  const speaks = () => plan.speaker === policy;
+  const speaks = plan.speaker === policy;
   const { pod, simulation } = judged;
   try {
     if (pod) {
@@ -29,14 +29,14 @@ async function validate(
       if (failed !== undefined && ctx.operation === "CREATE")
         findings.violations.push(internalError(policy.name, "fix", failed));
       if (!pod.target) {
-        if (speaks()) findings.violations.push(malformed(policy, obj, "has no spec"));
+        if (speaks) findings.violations.push(malformed(policy, obj, "has no spec"));
       } else if (policy.check) {
         const found = await policy.check(obj, pod.target, ctx);
         mergeFindings(findings, stampFindings(policy, found));
       }
     } else if (plan.shape === "workload") {
       if (!simulation) {
-        if (speaks()) findings.violations.push(malformed(policy, obj, "has no pod template"));
+        if (speaks) findings.violations.push(malformed(policy, obj, "has no pod template"));
       } else {
         findings.changes.push(...simulation.changes.filter(c => c.capability === policy.name));
         for (const f of simulation.failures)
@@ -59,7 +59,7 @@ async function validate(
           }
           mergeFindings(findings, withoutRepeats(judged));
         }
-        if (simulation.notes.length && speaks())
+        if (simulation.notes.length && speaks)
           findings.warnings.push(...simulation.notes.map(n => formatNote("workloads", n)));
         if (simulation.rename) renameFields(findings, simulation.rename);
       }

@@ -164,6 +164,29 @@ export interface Plan {
   exemptions: ApplicableExemptions;
 }
 
+/** Whether a policy judges an object of this shape: Pods and workloads all do, others its extra kinds. */
+const judgesShape = (p: Policy, shape: Shape, obj: KubeObject): boolean =>
+  shape !== "other" || !!p.extraKinds?.some(ref => isKind(obj, ref));
+
+/** Whether a policy acts where the object is, its applicability worked out once per plan. */
+function actsHere(
+  p: Policy,
+  where: {
+    applies: Map<Policy, Applicability>;
+    namespace: string;
+    mode: Plan["mode"];
+    deps: EngineDeps;
+  },
+): boolean {
+  let found = where.applies.get(p);
+  if (found === undefined)
+    where.applies.set(
+      p,
+      (found = applicabilityIn(p, where.namespace, where.mode, where.deps.settings)),
+    );
+  return found === "applies";
+}
+
 /** Stage 1: the plan for one request's step with these acting policies. */
 export function planOf(
   request: AdmissionInput,
@@ -176,20 +199,11 @@ export function planOf(
   const kinds = kindsInForce(deps.settings.workloads);
   const shape: Shape = isPod(obj) ? "pod" : isWorkload(obj, kinds) ? "workload" : "other";
   const namespaceMode = modeOf(ctx);
-  const judges = (p: Policy) => shape !== "other" || !!p.extraKinds?.some(ref => isKind(obj, ref));
+  // No named closures here: the bundle names each one it creates (keepNames), on every request.
   const applies = new Map<Policy, Applicability>();
-  const applicabilityOf = (p: Policy) => {
-    let found = applies.get(p);
-    if (found === undefined)
-      applies.set(
-        p,
-        (found = applicabilityIn(p, ctx.namespaceName, namespaceMode.mode, deps.settings)),
-      );
-    return found;
-  };
-  const acts = (p: Policy) => applicabilityOf(p) === "applies";
-  const judging = acting.filter(judges);
-  const active = judging.filter(acts);
+  const where = { applies, namespace: ctx.namespaceName, mode: namespaceMode.mode, deps };
+  const judging = acting.filter(p => judgesShape(p, shape, obj));
+  const active = judging.filter(p => actsHere(p, where));
   const exemptions =
     active.length && obj && typeof obj === "object"
       ? applicableExemptions(obj, ctx.namespaceName, deps.cluster.exemptions(), deps.settings)
@@ -208,8 +222,11 @@ export function planOf(
     applies,
     active,
     templateFixed: shape === "workload" && templateIsFixed(obj, deps.settings),
-    allActive: validating && shape === "workload" ? deps.policies.filter(acts) : [],
-    speaker: validating ? deps.policies.find(p => judges(p) && acts(p)) : undefined,
+    allActive:
+      validating && shape === "workload" ? deps.policies.filter(p => actsHere(p, where)) : [],
+    speaker: validating
+      ? deps.policies.find(p => judgesShape(p, shape, obj) && actsHere(p, where))
+      : undefined,
     judged: validating && needsJudging(obj, ctx),
     exemptions,
   };
