@@ -4,7 +4,8 @@
 // benchmark answers only roughly (short runs, many scenarios).
 //
 //   npm run ab -- validate                                  floor vs ours, 8 rounds of 2 s
-//   npm run ab -- mutate --rounds 12
+//   npm run ab -- mutate --rounds 12 --warmup 10             10 s of load on each server first
+//                                                          (default 3; ours settles after ~10k requests)
 //   npm run ab -- validate --variant quota-off:ADMISSION_GUARD_RESOURCE_QUOTA_ENABLED=false \
 //                          --variant no-log:LOG_LEVEL=error
 //   npm run ab -- validate --bundle before=/tmp/old-bundle.js   another build of the module
@@ -42,6 +43,7 @@ function parseArgs(argv: string[]) {
   const configs: Config[] = [];
   let rounds = 8;
   let seconds = 2;
+  let warmup = 3;
   let images = false;
   for (let i = 1; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1] ?? ""];
@@ -51,6 +53,7 @@ function parseArgs(argv: string[]) {
     }
     if (flag === "--rounds") rounds = Number(value);
     else if (flag === "--seconds") seconds = Number(value);
+    else if (flag === "--warmup") warmup = Number(value);
     else if (flag === "--variant") {
       // name:ENV=value,ENV=value
       const at = value.indexOf(":");
@@ -75,14 +78,22 @@ function parseArgs(argv: string[]) {
     } else throw new Error(`unknown argument ${flag}`);
     i++;
   }
-  if (!(rounds > 0 && seconds > 0)) throw new Error("--rounds and --seconds must be positive");
-  return { mode, configs, rounds, seconds, images };
+  if (!(rounds > 0 && seconds > 0 && warmup >= 0))
+    throw new Error("--rounds and --seconds must be positive, --warmup not negative");
+  return { mode, configs, rounds, seconds, warmup, images };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
-  const { mode, configs: variants, rounds, seconds, images } = parseArgs(process.argv.slice(2));
+  const {
+    mode,
+    configs: variants,
+    rounds,
+    seconds,
+    warmup,
+    images,
+  } = parseArgs(process.argv.slice(2));
   const floorBundle = join(REPO_ROOT, "bench/runs/floor/ab-floor.js");
   await buildFloor(floorBundle);
   const configs: Config[] = [
@@ -110,7 +121,7 @@ async function main() {
     await cachesSynced(api);
     const load = (controller: Controller, duration: number) =>
       drive(controller.url, `/${mode}/${controller.apiPath}`, bodies, duration);
-    for (const s of servers) await load(s.controller, 3); // warm-up
+    for (const s of servers) if (warmup) await load(s.controller, warmup); // JIT, caches
     for (let round = 1; round <= rounds; round++) {
       for (const s of servers) {
         const before = cpuSeconds(s.pid);
@@ -122,7 +133,9 @@ async function main() {
       process.stderr.write(`round ${round}/${rounds}\n`);
     }
     const floor = median(servers[0].us);
-    console.log(`${mode}, ${rounds} rounds of ${seconds} s, CPU µs per request (median; rounds)`);
+    console.log(
+      `${mode}, ${warmup} s warm-up, ${rounds} rounds of ${seconds} s, CPU µs per request (median; rounds)`,
+    );
     for (const s of servers)
       console.log(
         `${s.config.name.padEnd(24)} ${median(s.us).toFixed(0).padStart(6)} µs  ×${(median(s.us) / floor).toFixed(2)}  (${s.us.map(u => u.toFixed(0)).join(" ")})`,

@@ -24,6 +24,7 @@ export async function buildFloor(outfile: string) {
     keepNames: true,
     minify: true,
     outfile,
+    sourcemap: true,
     platform: "node",
     treeShaking: true,
     logLevel: "warning",

@@ -1,4 +1,5 @@
-// Where the controller's CPU goes on one scenario: `npm run profile -- validate` (or `mutate`).
+// Where the controller's CPU goes on one scenario: `npm run profile -- validate` (or `mutate`;
+// `--floor` profiles Pepr's floor instead).
 // Runs the built controller (dist/) against the stand-in API with the seeds' cluster, drives it with
 // the seeds' pods for 10 s at 8 connections, profiles exactly that load with V8's sampling profiler
 // and prints µs per request: by package, and for our own code by source file and function
@@ -12,14 +13,17 @@ import { SourceMap } from "node:module";
 import { join } from "node:path";
 import { bundlePath, REPO_ROOT, startController } from "../test/support/controller";
 import { drive, seedPodBodies } from "./bodies";
+import { buildFloor } from "./floor";
 import { pidOnPort } from "./proc";
 import { seedWorkloads } from "../test/support/manifests";
 import { startStandIn } from "../test/support/stand-in-api";
 import { cachesSynced } from "../test/support/wait";
 
 const MODE = process.argv[2] === "mutate" ? "mutate" : "validate";
+// --floor: profile Pepr's floor (bench/pepr-floor.ts) instead, to set its packages beside ours.
+const FLOOR = process.argv.includes("--floor");
 const SECONDS = 10;
-const OUT = join(REPO_ROOT, "bench/runs", `${MODE}.cpuprofile`);
+const OUT = join(REPO_ROOT, "bench/runs", `${MODE}${FLOOR ? "-floor" : ""}.cpuprofile`);
 
 interface ProfileNode {
   id: number;
@@ -97,8 +101,11 @@ async function main() {
   try {
     const bodies = await seedPodBodies(api, pods, MODE);
     mkdirSync(join(REPO_ROOT, "bench/runs"), { recursive: true });
+    const bundle = FLOOR ? join(REPO_ROOT, "bench/runs/floor/profile-floor.js") : bundlePath();
+    if (FLOOR) await buildFloor(bundle);
     const controller = await startController({
       api,
+      bundle,
       env: {
         LOG_LEVEL: "warn",
         NODE_OPTIONS: `--import ${join(REPO_ROOT, "bench/profile-preload.mjs")}`,
@@ -106,7 +113,7 @@ async function main() {
       },
     });
     try {
-      await cachesSynced(api);
+      if (!FLOOR) await cachesSynced(api); // the floor watches no caches
       const pid = pidOnPort(controller.port);
       const path = `/${MODE}/${controller.apiPath}`;
       await drive(controller.url, path, bodies, 3); // warm-up: JIT, caches
@@ -115,7 +122,7 @@ async function main() {
       process.kill(pid, "SIGUSR1");
       await new Promise(resolve => setTimeout(resolve, 1500));
       console.log(`${MODE}: ${result["2xx"]} answers, ${result.non2xx + result.errors} errors`);
-      summarize(JSON.parse(readFileSync(OUT, "utf8")), bundlePath(), result["2xx"]);
+      summarize(JSON.parse(readFileSync(OUT, "utf8")), bundle, result["2xx"]);
       console.log(`\nprofile: ${OUT}`);
     } finally {
       await controller.stop();
