@@ -4,8 +4,8 @@
 // benchmark answers only roughly (short runs, many scenarios).
 //
 //   npm run ab -- validate                                  floor vs ours, 8 rounds of 2 s
-//   npm run ab -- mutate --rounds 12 --warmup 10             10 s of load on each server first
-//                                                          (default 3; ours settles after ~10k requests)
+//   npm run ab -- mutate --rounds 12 --warmup 10   10 s of load on each server first (default 3;
+//                                                ours settles after ~10k requests)
 //   npm run ab -- validate --variant quota-off:ADMISSION_GUARD_RESOURCE_QUOTA_ENABLED=false \
 //                          --variant no-log:LOG_LEVEL=error
 //   npm run ab -- validate --bundle before=/tmp/old-bundle.js   another build of the module

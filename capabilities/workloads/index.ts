@@ -19,5 +19,6 @@ export const Workloads = new Capability({
 // A Validate of every built-in workload kind and every ML kind in force (any version of its
 // group), and with workloads.mutate a Mutate of each too, as lib/engine/routes.ts declares: one
 // Pepr binding per kind, or per API group where it names several (bindingsOf). The settings are
-// the ones the module is built with (package.json pepr.env): they decide the webhook's rules. A cluster without one of the CRDs never sends one: nothing fails.
+// the ones the module is built with (package.json pepr.env): they decide the webhook's rules. A
+// cluster without one of the CRDs never sends one: nothing fails.
 bindShared(Workloads, workloadSettingsAtBuild(cfg.pepr.env));

@@ -8,9 +8,9 @@
 //
 // The Pepr bindings (lib/pepr/adapter.ts) call them action by action: each policy area is a Pepr
 // capability that fixes Pods with its own policy; Pods and workload templates are judged by shared
-// actions with every policy (one binding for all areas instead of one per area: docs/bench.md). review()
-// — what `check` runs — calls them the same way, action by action, and joins the answers as Pepr
-// joins them. The front doors only translate.
+// actions with every policy (one binding for all areas instead of one per area: docs/bench.md).
+// review() — what `check` runs — calls them the same way, action by action, and joins the answers
+// as Pepr joins them. The front doors only translate.
 //
 // Each step is one pass in three stages, one file each: plan.ts (namespace, mode, stored version,
 // which policies act, who speaks for the module, Exemptions: decided once), then fixes.ts (the

@@ -164,7 +164,7 @@ export interface Plan {
   exemptions: ApplicableExemptions;
 }
 
-/** Whether a policy judges an object of this shape: Pods and workloads all do, others its extra kinds. */
+/** Whether a policy judges an object of this shape: Pods and workloads all do, others its kinds. */
 const judgesShape = (p: Policy, shape: Shape, obj: KubeObject): boolean =>
   shape !== "other" || !!p.extraKinds?.some(ref => isKind(obj, ref));
 
