@@ -3,7 +3,7 @@
 //   npx stryker run --mutate 'capabilities/security-context/**/*.ts'
 // With MUTATION_TESTS (comma-separated paths under the root) only those unit tests run, which
 // makes one area fit in minutes instead of hours:
-//   MUTATION_TESTS=test/unit/payload-size.test.ts npx stryker run --mutate 'capabilities/payload-size/*.ts'
+//   MUTATION_TESTS=test/unit/payload-size/policy.test.ts npx stryker run --mutate 'capabilities/payload-size/*.ts'
 // Reports: reports/mutation/mutation.html (and mutation.json), the score per file in the terminal;
 // MUTATION_NAME=<name> writes reports/mutation/<name>.html and .json and works in its own
 // temporary directory, so that runs over different areas can go side by side.

@@ -1,4 +1,5 @@
-// The counting of `npm run trace`, on the calls the recorder kept (pure: test/unit/trace.test.ts).
+// The counting of `npm run trace`, on the calls the recorder kept (pure:
+// test/unit/build/trace.test.ts).
 //   hop        a call whose function is in another file than its caller's (a call from untraced
 //              code, Pepr's processor, is a hop: control enters the module there);
 //   re-entry   a hop into a file this step had already entered (and so left, to hop back);

@@ -1,7 +1,7 @@
 // Issue 26's operational doors through the real built controller: a tenant's own ownerReferences
 // make nothing skip, and the drain is the preStop hook's (an exec calling 127.0.0.1) and holds no
 // socket when called again. That another pod's call gets 404 and changes nothing is unit-tested
-// with fake peers (test/unit/hostile-doors.test.ts): here every connection is loopback.
+// with fake peers (test/unit/threats/doors.test.ts): here every connection is loopback.
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Agent } from "node:https";

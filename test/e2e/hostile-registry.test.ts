@@ -13,7 +13,7 @@ import { admit } from "../support/admission";
 import { runCheck } from "../support/check-command";
 import { startEnvironment, type Environment } from "../support/environment";
 import { TestRegistry } from "../support/registry";
-import { tempTree } from "../unit/check-helpers";
+import { tempTree } from "../unit/cli/check-helpers";
 
 const BUDGET_MS = 500;
 const registry = new TestRegistry();

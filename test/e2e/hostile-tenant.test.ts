@@ -9,7 +9,7 @@ import { runCheck } from "../support/check-command";
 import { startEnvironment, type Environment } from "../support/environment";
 import { checkParity, settingsEnv } from "../support/parity";
 import type { SettingsInput } from "../../lib/settings";
-import { tempTree } from "../unit/check-helpers";
+import { tempTree } from "../unit/cli/check-helpers";
 
 const NS = "tenant";
 const SETTINGS: SettingsInput = {

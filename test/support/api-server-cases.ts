@@ -1,5 +1,5 @@
 // Objects of the kinds `check` judges, each with what a real 1.32 kube-apiserver answers to a
-// server-side dry-run create of it (`accepted`). test/unit/schema.test.ts asserts that check's
+// server-side dry-run create of it (`accepted`). test/unit/cli/schema.test.ts asserts that check's
 // schemaProblems gives the same answer offline; test/cluster/95-check-vs-api-server.test.ts asks
 // the real API server and asserts both. Where OpenAPI (kubernetes-models) and the server disagree,
 // the server decides: see cli/schema.ts.
