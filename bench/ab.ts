@@ -11,6 +11,8 @@
 //   npm run ab -- validate --bundle before=/tmp/old-bundle.js   another build of the module
 //   npm run ab -- validate --images       also ours reading image configs (cached) from a registry
 //                                         of the tests' own that mirrors the seeds' registries
+//   npm run ab -- validate --no-pin       servers and load on any CPU (by default the servers
+//                                         share the last CPU and the load has the others)
 //
 // The seeds' pods (examples/), 8 connections, LOG_LEVEL=warn unless a variant says otherwise.
 import { join } from "node:path";
@@ -28,7 +30,7 @@ import { parseImage } from "../lib/objects/image-reference";
 import type { KubeObject } from "../lib/objects/pod";
 import { TestRegistry } from "../test/support/registry";
 import { buildFloor } from "./floor";
-import { cpuSeconds, pidOnPort } from "./proc";
+import { cpuSeconds, pidOnPort, pinApart } from "./proc";
 
 interface Config {
   name: string;
@@ -45,10 +47,12 @@ function parseArgs(argv: string[]) {
   let seconds = 2;
   let warmup = 3;
   let images = false;
+  let pin = true;
   for (let i = 1; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1] ?? ""];
-    if (flag === "--images") {
-      images = true;
+    if (flag === "--images" || flag === "--no-pin") {
+      if (flag === "--images") images = true;
+      else pin = false;
       continue;
     }
     if (flag === "--rounds") rounds = Number(value);
@@ -80,10 +84,15 @@ function parseArgs(argv: string[]) {
   }
   if (!(rounds > 0 && seconds > 0 && warmup >= 0))
     throw new Error("--rounds and --seconds must be positive, --warmup not negative");
-  return { mode, configs, rounds, seconds, warmup, images };
+  return { mode, configs, rounds, seconds, warmup, images, pin };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The middle value; of an even count, the mean of the two middle ones. */
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
 
 async function main() {
   const {
@@ -93,6 +102,7 @@ async function main() {
     seconds,
     warmup,
     images,
+    pin,
   } = parseArgs(process.argv.slice(2));
   const floorBundle = join(REPO_ROOT, "bench/runs/floor/ab-floor.js");
   await buildFloor(floorBundle);
@@ -119,11 +129,13 @@ async function main() {
       servers.push({ config, controller, pid: pidOnPort(controller.port), us: [] });
     }
     await cachesSynced(api);
+    const pinned = pin && pinApart(servers.map(s => s.pid));
     const load = (controller: Controller, duration: number) =>
       drive(controller.url, `/${mode}/${controller.apiPath}`, bodies, duration);
     for (const s of servers) if (warmup) await load(s.controller, warmup); // JIT, caches
     for (let round = 1; round <= rounds; round++) {
-      for (const s of servers) {
+      // Each round in the other order than the last: a drift within a round favours no server.
+      for (const s of round % 2 ? servers : [...servers].reverse()) {
         const before = cpuSeconds(s.pid);
         const r = await load(s.controller, seconds);
         const errors = r.non2xx + r.errors + r.timeouts;
@@ -132,14 +144,16 @@ async function main() {
       }
       process.stderr.write(`round ${round}/${rounds}\n`);
     }
-    const floor = median(servers[0].us);
     console.log(
-      `${mode}, ${warmup} s warm-up, ${rounds} rounds of ${seconds} s, CPU µs per request (median; rounds)`,
+      `${mode}, ${warmup} s warm-up, ${rounds} rounds of ${seconds} s, ${pinned ? "servers pinned apart from the load" : "unpinned"}, CPU µs per request (median; ×floor: the median of each round's ratio to the floor's, which the machine's drift from round to round cancels out of; rounds)`,
     );
-    for (const s of servers)
+    const floor = servers[0].us;
+    for (const s of servers) {
+      const ratio = median(s.us.map((us, round) => us / floor[round]));
       console.log(
-        `${s.config.name.padEnd(24)} ${median(s.us).toFixed(0).padStart(6)} µs  ×${(median(s.us) / floor).toFixed(2)}  (${s.us.map(u => u.toFixed(0)).join(" ")})`,
+        `${s.config.name.padEnd(24)} ${median(s.us).toFixed(0).padStart(6)} µs  ×${ratio.toFixed(2)}  (${s.us.map(u => u.toFixed(0)).join(" ")})`,
       );
+    }
   } finally {
     for (const s of servers) await s.controller.stop().catch(() => undefined);
     await api.stop();

@@ -1,6 +1,7 @@
 // A server process seen from outside: its pid, CPU time and memory, from ss and /proc (Linux).
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 
 const CLK_TCK = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
@@ -23,4 +24,27 @@ export function memoryMb(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
   return { rss: kb("VmRSS") / 1024, hwm: kb("VmHWM") / 1024 };
+}
+
+/**
+ * Puts the servers measured on the last CPU and this process (the load, the stand-in API) on the
+ * others, with `taskset`: on a small machine the load generator otherwise shares the servers' CPUs
+ * and their figures swing with the scheduler (docs/bench.md, "Pinned"). False, nothing changed,
+ * with fewer than 2 CPUs or no taskset.
+ */
+export function pinApart(serverPids: number[]): boolean {
+  const cpus = availableParallelism();
+  if (cpus < 2) return false;
+  try {
+    for (const pid of serverPids)
+      execFileSync("taskset", ["-a", "-p", "-c", String(cpus - 1), String(pid)], {
+        stdio: "ignore",
+      });
+    execFileSync("taskset", ["-a", "-p", "-c", `0-${cpus - 2}`, String(process.pid)], {
+      stdio: "ignore",
+    });
+    return true;
+  } catch {
+    return false;
+  }
 }
