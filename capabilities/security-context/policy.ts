@@ -117,13 +117,25 @@ export const securityContextPolicy: Policy = {
   },
 };
 
-/** The namespace's Pod Security policy: its labels, or the settings' defaults. */
-export function podSecurityOf(ctx: RuleContext): NamespacePodSecurity {
+// The cluster view gives a namespace's labels as one object per version of the namespace (and
+// treats it as read-only): its policy is read once per version and settings, not per request.
+const policyOfLabels = new WeakMap<
+  Readonly<Record<string, string>>,
+  { settings: object; policy: Readonly<NamespacePodSecurity> }
+>();
+
+/** The namespace's Pod Security policy: its labels, or the settings' defaults. Read-only. */
+export function podSecurityOf(ctx: RuleContext): Readonly<NamespacePodSecurity> {
   const settings = ctx.settings.securityContext;
-  return namespacePodSecurity(ctx.namespace?.labels ?? {}, {
+  const labels = ctx.namespace?.labels;
+  const known = labels && policyOfLabels.get(labels);
+  if (known && known.settings === settings) return known.policy;
+  const policy = namespacePodSecurity(labels ?? {}, {
     level: settings.defaultLevel,
     version: parseVersion(settings.defaultVersion) ?? "latest",
   });
+  if (labels) policyOfLabels.set(labels, { settings, policy });
+  return policy;
 }
 
 /**
@@ -168,11 +180,9 @@ function judgeLevels(
       violations.push(toViolation(outcome, level, mode));
     }
   }
-  const enforce = policy.enforce;
-  const skipped = ALL_CHECK_IDS.filter(id => !evaluatedIds.has(id)).map(rule => ({
-    rule,
-    reason: `not evaluated at Pod Security ${describeLevel(enforce)}, the level namespace ${ctx.namespaceName} enforces (a check of another level, or one a restricted check replaces)`,
-  }));
+  // One reason for every check left out: the same words, written once per request.
+  const reason = `not evaluated at Pod Security ${describeLevel(policy.enforce)}, the level namespace ${ctx.namespaceName} enforces (a check of another level, or one a restricted check replaces)`;
+  const skipped = ALL_CHECK_IDS.filter(id => !evaluatedIds.has(id)).map(rule => ({ rule, reason }));
   return { violations, skipped };
 }
 

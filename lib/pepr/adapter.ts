@@ -181,7 +181,7 @@ async function validateWith(req: PeprValidateRequest<KubernetesObject>, judge: J
 export function policyActions(capability: Capability, policy: Policy) {
   policyOfCapability.set(capability, policy);
   return {
-    // Named functions: Pepr logs an action by its callback's name.
+    // Named functions: stack traces and profiles name them (Pepr logs its own wrapper's name).
     mutatePod: async function mutatePod(req: PeprMutateRequest<KubernetesObject>) {
       await mutateWith(req, [policy]);
     },

@@ -16,7 +16,11 @@ import { ReportScanner } from "../reports/scanner";
 import { ScanWatches, watchIgnoredNamespaces, whenListed } from "../reports/scan-watches";
 import { configureBackground } from "../reports/watcher";
 import { moduleEnvironment, settingsFromEnv, SettingsError, type Settings } from "../settings";
-import { installGracefulDrain, raiseWebhookBodyLimit } from "./webhook-body-limit";
+import {
+  installGracefulDrain,
+  installPlainAnswers,
+  raiseWebhookBodyLimit,
+} from "./webhook-body-limit";
 import { WebhookArming } from "../webhooks/arm-live";
 import { kindsInForce } from "../workload-kinds/in-force";
 
@@ -154,6 +158,12 @@ const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; fail
     install: installReviewMetrics,
     when: admitting,
     failed: "could not count admission reviews on /metrics",
+  },
+  // Answers are never cached: express need not hash each one for an ETag.
+  {
+    install: installPlainAnswers,
+    when: admitting,
+    failed: "could not turn off ETags on Pepr's server",
   },
   // The admission pods' preStop hook drains them before Pepr closes its server (a rollout or a
   // deleted pod then refuses no request).

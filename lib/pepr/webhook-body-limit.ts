@@ -95,16 +95,46 @@ export function installGracefulDrain(drainMs: number = DRAIN_MS): boolean {
   );
 }
 
+interface PeprExpress {
+  json?: JsonFactory;
+  application?: { defaultConfiguration?: AppSetup & { [WRAPPED]?: string } };
+}
+type AppSetup = (this: { set(name: string, value: unknown): unknown }) => void;
+
+/** The express instance Pepr loads, resolved from Pepr's location; undefined where there is none. */
+function peprExpress(): PeprExpress | undefined {
+  try {
+    return createRequire(require.resolve("pepr"))("express") as PeprExpress;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Pepr's webhook server answers without an ETag and without `X-Powered-By`: an admission answer is
+ * never cached or revalidated, and express would hash every answer (a SHA-1 of up to a few KiB of
+ * denial and warnings) to make one. Applies to the express apps made afterwards (Pepr makes its
+ * server at `new PeprModule`). Idempotent; false when Pepr's express has no app set-up to extend.
+ */
+export function installPlainAnswers(): boolean {
+  const app = peprExpress()?.application;
+  const setup = app?.defaultConfiguration;
+  if (!app || typeof setup !== "function") return false;
+  if (setup[WRAPPED]) return true;
+  const plain: AppSetup & { [WRAPPED]?: string } = function (this) {
+    setup.call(this);
+    this.set("etag", false);
+    this.set("x-powered-by", false);
+  };
+  plain[WRAPPED] = "plain-answers";
+  app.defaultConfiguration = plain;
+  return true;
+}
+
 /** Wraps the `json` factory of the express instance Pepr loads (once per tag). */
 export function wrapPeprJson(wrap: (original: JsonFactory) => JsonFactory, tag: string): boolean {
-  let express: { json?: JsonFactory };
-  try {
-    // Resolve express from Pepr's location, so both get the same instance.
-    const fromPepr = createRequire(require.resolve("pepr"));
-    express = fromPepr("express");
-  } catch {
-    return false;
-  }
+  const express = peprExpress();
+  if (!express) return false;
   const original = express.json;
   if (typeof original !== "function") return false;
   const tags = (original[WRAPPED] ?? "").split(",");

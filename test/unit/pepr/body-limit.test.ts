@@ -4,6 +4,7 @@ import { request } from "node:http";
 import {
   DRAIN_PATH,
   installGracefulDrain,
+  installPlainAnswers,
   raiseWebhookBodyLimit,
   WEBHOOK_BODY_LIMIT,
 } from "../../../lib/pepr/webhook-body-limit";
@@ -18,6 +19,10 @@ type Server = import("node:http").Server;
 const express = createRequire(require.resolve("pepr"))("express") as Express;
 
 async function postSize(bytes: number): Promise<number> {
+  return (await post(bytes)).status;
+}
+
+async function post(bytes: number): Promise<{ status: number; headers: Record<string, unknown> }> {
   const app = express();
   app.use(express.json({ limit: "2mb" })); // what Pepr's controller asks for
   app.post("/", (_req: unknown, res: { json(v: unknown): void }) => res.json({ ok: true }));
@@ -25,7 +30,7 @@ async function postSize(bytes: number): Promise<number> {
   await new Promise(ok => server.once("listening", ok));
   const body = JSON.stringify({ pad: "p".repeat(bytes) });
   try {
-    return await new Promise<number>((ok, fail) => {
+    return await new Promise((ok, fail) => {
       const req = request(
         {
           port: (server.address() as AddressInfo).port,
@@ -35,7 +40,7 @@ async function postSize(bytes: number): Promise<number> {
         },
         res => {
           res.resume();
-          res.on("end", () => ok(res.statusCode ?? 0));
+          res.on("end", () => ok({ status: res.statusCode ?? 0, headers: res.headers }));
         },
       );
       req.on("error", fail);
@@ -54,6 +59,20 @@ describe("Pepr's webhook body limit", () => {
     expect(WEBHOOK_BODY_LIMIT).toBe("8mb");
     expect(await postSize(4.5 * 1024 * 1024)).toBe(200);
     expect(await postSize(9 * 1024 * 1024)).toBe(413);
+  });
+});
+
+describe("Pepr's answers, plain", () => {
+  it("carry no ETag (express would hash each answer) and no X-Powered-By once mended, idempotently", async () => {
+    const before = await post(10);
+    expect(before.headers.etag).toBeDefined(); // express's default: a weak ETag of every body
+    expect(before.headers["x-powered-by"]).toBe("Express");
+    expect(installPlainAnswers()).toBe(true);
+    expect(installPlainAnswers()).toBe(true);
+    const after = await post(10);
+    expect(after.status).toBe(200);
+    expect(after.headers.etag).toBeUndefined();
+    expect(after.headers["x-powered-by"]).toBeUndefined();
   });
 });
 
