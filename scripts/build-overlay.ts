@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import { routesOf } from "../lib/engine/routes";
 import { backgroundBindingsWanted, moduleEnvironment, settingsFromEnv } from "../lib/settings";
 import { BuildOutput } from "./overlay/apply";
-import { overlay, type PeprConfig } from "./overlay/entries";
+import { overlay, type PeprConfig, type WebhookClient } from "./overlay/entries";
 
 function fail(message: string): never {
   console.error(`build overlay: ${message}`);
@@ -27,6 +27,18 @@ const REPO = pathToFileURL(`${resolve(__dirname, "..")}/`);
 /** A directory given on the command line, as a URL that ends in a slash. */
 const directory = (arg: string | undefined, fallback: string) =>
   arg ? pathToFileURL(`${resolve(arg)}/`) : new URL(fallback, REPO);
+
+/** How a webhook of Pepr's manifest reaches the controller (both strings, or the build fails). */
+function webhookClientOf(output: BuildOutput, kind: string, name: string): WebhookClient {
+  const select = { kind, name: `pepr-${name}` };
+  const read = (...path: (string | number)[]) => {
+    const value = output.read(select, ["webhooks", 0, "clientConfig", ...path]);
+    if (typeof value !== "string" || !value)
+      throw new Error(`${kind}: no clientConfig.${path.join(".")} in the manifest`);
+    return value;
+  };
+  return { path: read("service", "path"), caBundle: read("caBundle") };
+}
 
 function main(): void {
   const { pepr }: { pepr: PeprConfig } = JSON.parse(
@@ -42,14 +54,18 @@ function main(): void {
     process.env.LOG_LEVEL ??= "warn";
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { policies, validators } = require("../capabilities") as typeof import("../capabilities");
+    const output = new BuildOutput(dist, pepr.uuid);
     const entries = overlay({
       pepr,
       settings,
       routes: routesOf(policies, settings, validators),
+      webhookClients: {
+        mutate: webhookClientOf(output, "MutatingWebhookConfiguration", pepr.uuid),
+        validate: webhookClientOf(output, "ValidatingWebhookConfiguration", pepr.uuid),
+      },
       watcher: backgroundBindingsWanted(pepr.env ?? {}, buildEnv),
       monitoringSources: directory(process.argv[3], "deploy/monitoring/"),
     });
-    const output = new BuildOutput(dist, pepr.uuid);
     for (const entry of entries) {
       applying = entry.name;
       output.apply(entry);

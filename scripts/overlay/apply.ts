@@ -210,6 +210,13 @@ export class BuildOutput {
     }
   }
 
+  /** The scalar at `path` (list indexes as numbers) in the one document `select` picks. */
+  read(select: Select, path: (string | number)[]): unknown {
+    const [doc, ...more] = this.documents(select);
+    if (more.length) throw new Error(`the manifest has more than one ${selectorText(select)}`);
+    return doc.getIn(path);
+  }
+
   private template(name: string): URL {
     return new URL(`templates/${name}`, this.chart);
   }

@@ -34,6 +34,13 @@ export interface OverlayContext {
   monitoringSources: URL;
   /** The module's declaration of what runs where (lib/engine/routes.ts), as built. */
   routes: readonly Route[];
+  /** How each webhook of Pepr's manifest reaches the controller: its path and CA (webhookClientOf). */
+  webhookClients: Record<"mutate" | "validate", WebhookClient>;
+}
+
+export interface WebhookClient {
+  path: string;
+  caBundle: string;
 }
 
 /** Where Pepr installs the module. */
@@ -122,6 +129,25 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
   const namespaceKeys = namespaceKeysPolicy(NAME);
 
   return [
+    {
+      name: "webhook-client",
+      why: 'Pepr 1.1.4 makes the chart\'s webhooks by replacing every "10" in them with the timeout value, its secret API path and its CA included: with any admission.webhookTimeout but 10, a path or CA that held "10" no longer reaches the controller',
+      summary: "the chart's webhooks reach the controller at the manifest's path, with its CA",
+      blocks: exactRules.flatMap(r => [
+        {
+          template: r.template,
+          key: "      caBundle: >-",
+          lines: [`        ${ctx.webhookClients[r.step].caBundle}`],
+          count: 1,
+        },
+        {
+          template: r.template,
+          key: "        path: >-",
+          lines: [`          ${ctx.webhookClients[r.step].path}`],
+          count: 1,
+        },
+      ]),
+    },
     {
       name: "webhook-reinvocation",
       why: "a later mutating webhook (a sidecar injector: Istio, Linkerd, Vault) calls ours again, so its containers get the same fixes; Pepr writes no reinvocationPolicy (Never)",

@@ -130,68 +130,9 @@ function wrapFunctions(
     return ts.isBlock(body) ? f.createBlock([f.createReturnStatement(call)], true) : call;
   };
 
-  const withBody = (fn: FunctionNode, body: ts.ConciseBody): ts.Node => {
-    const block = body as ts.Block;
-    switch (fn.kind) {
-      case ts.SyntaxKind.ArrowFunction:
-        return f.updateArrowFunction(
-          fn,
-          fn.modifiers,
-          fn.typeParameters,
-          fn.parameters,
-          fn.type,
-          fn.equalsGreaterThanToken,
-          body,
-        );
-      case ts.SyntaxKind.FunctionDeclaration:
-        return f.updateFunctionDeclaration(
-          fn,
-          fn.modifiers,
-          fn.asteriskToken,
-          fn.name,
-          fn.typeParameters,
-          fn.parameters,
-          fn.type,
-          block,
-        );
-      case ts.SyntaxKind.FunctionExpression:
-        return f.updateFunctionExpression(
-          fn,
-          fn.modifiers,
-          fn.asteriskToken,
-          fn.name,
-          fn.typeParameters,
-          fn.parameters,
-          fn.type,
-          block,
-        );
-      case ts.SyntaxKind.MethodDeclaration:
-        return f.updateMethodDeclaration(
-          fn,
-          fn.modifiers,
-          fn.asteriskToken,
-          fn.name,
-          fn.questionToken,
-          fn.typeParameters,
-          fn.parameters,
-          fn.type,
-          block,
-        );
-      case ts.SyntaxKind.GetAccessor:
-        return f.updateGetAccessorDeclaration(
-          fn,
-          fn.modifiers,
-          fn.name,
-          fn.parameters,
-          fn.type,
-          block,
-        );
-      case ts.SyntaxKind.SetAccessor:
-        return f.updateSetAccessorDeclaration(fn, fn.modifiers, fn.name, fn.parameters, block);
-      case ts.SyntaxKind.Constructor:
-        return f.updateConstructorDeclaration(fn, fn.modifiers, fn.parameters, block);
-    }
-  };
+  // The function as written, but for its body: whatever its kind, each other part is kept.
+  const withBody = (fn: FunctionNode, body: ts.ConciseBody): ts.Node =>
+    ts.visitEachChild(fn, child => (child === fn.body ? body : child), context);
 
   return ts.visitEachChild(sf, visit, context);
 }

@@ -104,6 +104,46 @@ describe("deploy artifacts", () => {
     }
   });
 
+  it("the chart's webhooks reach the controller at the manifest's path, with its CA, though Pepr's chart replaced each \"10\" in them with the timeout value", async () => {
+    const dir = distCopy();
+    const TIMEOUT = "{{ .Values.admission.webhookTimeout }}";
+    try {
+      const docs = parseAllDocuments(
+        readFileSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"),
+      ).map(d => d.toJS() as KubeObject);
+      for (const [kind, template] of [
+        ["MutatingWebhookConfiguration", "mutation-webhook.yaml"],
+        ["ValidatingWebhookConfiguration", "validation-webhook.yaml"],
+      ] as const) {
+        const { clientConfig } = (
+          docs.find(d => d.kind === kind)!.webhooks as {
+            clientConfig: { caBundle: string; service: { path: string } };
+          }[]
+        )[0];
+        const file = chartTemplate(dir, template);
+        // What Pepr 1.1.4 writes when the path and the CA hold a "10" (a global replace).
+        const text = readFileSync(file, "utf8");
+        const pathLine = `          ${clientConfig.service.path}`;
+        const caLine = `        ${clientConfig.caBundle}`;
+        expect(text).toContain(`${pathLine}\n`);
+        expect(text).toContain(`${caLine}\n`);
+        const broken = (line: string) => `${line.slice(0, 20)}${TIMEOUT}${line.slice(20)}`;
+        writeFileSync(
+          file,
+          text.replace(pathLine, broken(pathLine)).replace(caLine, broken(caLine)),
+        );
+        expect((await runStep(dir)).code).toBe(0);
+        const mended = readFileSync(file, "utf8");
+        expect(mended).toBe(text);
+        // The timeout itself stays the chart's value.
+        expect(mended.match(/webhookTimeout/g)).toHaveLength(1);
+        expect(mended).toContain(`timeoutSeconds: ${TIMEOUT}`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("running the step again changes nothing", async () => {
     const dir = distCopy();
     try {
@@ -127,7 +167,7 @@ describe("deploy artifacts", () => {
       const result = await runStep(dir);
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(
-        /webhook-reinvocation: .*mutation-webhook\.yaml: expected the line " {4}sideEffects: None" 1 time\(s\), found 0/,
+        /webhook-client: .*mutation-webhook\.yaml: expected the line " {6}caBundle: >-" 1 time\(s\), found 0/,
       );
       rmSync(join(dir, `pepr-module-${pkg.pepr.uuid}.yaml`));
       expect((await runStep(dir)).stderr).toMatch(/pepr-module-.*\.yaml is missing/);
