@@ -2,8 +2,8 @@
 // DeviceClasses and ResourceSlices, each kept as its projection (lib/objects/dra.ts), never whole. The API
 // is optional (a beta behind a feature gate before 1.34): the newest version the API server serves
 // is found by listing DeviceClasses (v1, then v1beta2, then v1beta1); when none is served (404)
-// the kinds stay "not known" and the probe is repeated every few minutes, quietly. Not counted in
-// the metrics' caches (admission_guard_cache_synced): a cluster without DRA is not a failing cache.
+// the kinds stay "not known" and the probe is repeated every few minutes, quietly. On /metrics
+// (admission_guard_cache_synced) once served: a cluster without DRA is not a failing cache.
 import { GenericKind, type KubernetesObject } from "kubernetes-fluent-client";
 import { describeError } from "./api-calls";
 import {
@@ -80,10 +80,18 @@ export class DraCaches {
           if (this.stopped) return;
           this.watch(version);
           const startStore = this.options.startStore ?? (s => s.start());
-          for (const store of [this.templates, this.classes, this.slices])
+          const stores = {
+            resourceclaimtemplates: this.templates,
+            deviceclasses: this.classes,
+            resourceslices: this.slices,
+          };
+          for (const [cache, store] of Object.entries(stores)) {
+            // On /metrics once served: a cluster without DRA has no cache to fail.
+            store?.observe(cache);
             startStore(store as WatchedStore<KubernetesObject>).catch(e =>
               this.log?.warn({ error: describeError(e) }, "cluster cache: DRA watch failed"),
             );
+          }
           this.log?.info({ version: `${DRA_GROUP}/${version}` }, "DRA objects watched");
           return;
         }

@@ -198,9 +198,12 @@ export class LiveCluster implements ClusterView {
   readonly nodeStore: WatchedStore<V1Node & KubernetesObject>;
   readonly accounts: ServiceAccounts;
   readonly exemptionStore?: WatchedStore<KubernetesObject>;
-  /** KServe's runtimes, when served (an InferenceService's model container): outside caches() (optional API). */
+  /**
+   * KServe's runtimes, when served (an InferenceService's model container): outside caches(), an
+   * optional API, on /metrics once served.
+   */
   readonly runtimes: ServingRuntimeCaches;
-  /** DRA objects (resource.k8s.io), when the API server serves them: outside caches() (optional API). */
+  /** DRA objects (resource.k8s.io), when served: outside caches(), likewise. */
   readonly dra: DraCaches;
   private readonly accessReviews: AccessReviews;
   /** Namespaces read one by one before the watch's first list (then dropped: the watch knows). */

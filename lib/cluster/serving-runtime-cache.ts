@@ -92,6 +92,8 @@ export class ServingRuntimeCaches {
     if (this.stopped) return;
     if (served) {
       this.log?.info({ kind: gvk(kind).plural }, "KServe's runtimes are served: cached");
+      // On /metrics once served: a cluster without KServe has no cache to fail.
+      store.observe(gvk(kind).plural);
       store
         .start()
         .catch(e =>

@@ -18,6 +18,8 @@ import {
   sliceAsRead,
 } from "../../../lib/objects/dra";
 import { DraCaches } from "../../../lib/cluster/dra-live";
+import { cacheSynced } from "../../../lib/metrics";
+import { valueOf } from "../metrics/support";
 import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { defaultSettings } from "../../../lib/settings";
@@ -583,13 +585,17 @@ describe("the live caches when the API server serves no DRA", () => {
     }
   });
 
-  it("the newest version served is watched: its three stores started", async () => {
+  it("the newest version served is watched: its three stores started, and on /metrics from then on", async () => {
     const started: string[] = [];
     const dra = new DraCaches(undefined, {
       probe: async v => v === "v1beta1",
       startStore: async store =>
         void started.push(String((store as unknown as { what: string }).what)),
     });
+    const DRA_CACHES = ["resourceclaimtemplates", "deviceclasses", "resourceslices"];
+    const synced = () => Promise.all(DRA_CACHES.map(cache => valueOf(cacheSynced, { cache })));
+    // The test before probed a cluster without DRA: no cache of it on /metrics, none failing.
+    expect(await synced()).toEqual([undefined, undefined, undefined]);
     dra.start();
     await new Promise(done => setImmediate(done));
     expect(dra.version).toBe("v1beta1");
@@ -598,6 +604,10 @@ describe("the live caches when the API server serves no DRA", () => {
       "deviceclasses.resource.k8s.io",
       "resourceslices.resource.k8s.io",
     ]);
+    // Served, not listed yet (the stores' start is a stand-in here): each says so.
+    expect(await synced()).toEqual([0, 0, 0]);
+    dra.classes!.synced = true;
+    expect(await valueOf(cacheSynced, { cache: "deviceclasses" })).toBe(1);
     dra.stop();
   });
 });

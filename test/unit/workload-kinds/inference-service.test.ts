@@ -10,6 +10,8 @@ import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { chooseRuntime, servingRuntimeAsRead } from "../../../lib/objects/serving-runtimes";
 import { ServingRuntimeCaches } from "../../../lib/cluster/serving-runtime-cache";
+import { cacheSynced } from "../../../lib/metrics";
+import { valueOf } from "../metrics/support";
 import { defaultSettings, parseSettings, type Settings } from "../../../lib/settings";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
 import { inferenceServiceRoles } from "../../../lib/workload-kinds/inference-service";
@@ -588,6 +590,8 @@ describe("the runtimes as cached", () => {
       expect(warnings).toEqual([]);
       expect(caches.servingRuntimes(NS)).toBeUndefined();
       expect(caches.clusterServingRuntimes()).toBeUndefined();
+      // No cache of it on /metrics: a cluster without KServe has none failing.
+      expect(await valueOf(cacheSynced, { cache: "servingruntimes" })).toBeUndefined();
       caches.stop();
       const forbidden = new ServingRuntimeCaches(log, {
         probe: async () => {
@@ -603,6 +607,21 @@ describe("the runtimes as cached", () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+
+  it("a cluster with KServe: each kind served is watched, and on /metrics from then on", async () => {
+    const caches = new ServingRuntimeCaches(undefined, {
+      probe: async k => k === "ServingRuntime",
+    });
+    const started = jest.spyOn(caches.namespaced, "start").mockResolvedValue(undefined);
+    caches.start();
+    await new Promise(done => setImmediate(done));
+    expect(started).toHaveBeenCalledTimes(1);
+    expect(await valueOf(cacheSynced, { cache: "servingruntimes" })).toBe(0); // not listed yet
+    caches.namespaced.synced = true;
+    expect(await valueOf(cacheSynced, { cache: "servingruntimes" })).toBe(1);
+    expect(await valueOf(cacheSynced, { cache: "clusterservingruntimes" })).toBeUndefined();
+    caches.stop();
   });
 
   it("package.json pepr.rbac lets the module list and watch both kinds of runtime", async () => {
