@@ -9,7 +9,12 @@ import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import type { KubeObject } from "../../lib/objects/pod";
 import { DRAIN_MS, DRAIN_PATH } from "../../lib/pepr/webhook-body-limit";
-import { admit, REPLICASET_CONTROLLER, workloadReview } from "../support/admission";
+import {
+  admit,
+  podCreateReview,
+  REPLICASET_CONTROLLER,
+  workloadReview,
+} from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { sendHttps } from "../support/https";
 import { moduleYamlPath } from "../support/module-rbac";
@@ -58,6 +63,34 @@ describe("made by a controller: only a controller's word counts", () => {
       workloadReview(forgedReplicaSet(), "CREATE", undefined, { userInfo: REPLICASET_CONTROLLER }),
     );
     expect(answer.response?.allowed).toBe(true);
+  });
+});
+
+describe("the answers, as the API server reads them", () => {
+  it("carry no ETag (express would hash each answer) and no X-Powered-By: the start-up mend took in the built controller", async () => {
+    const client = new Agent({ keepAlive: true, ca: env.api.certs.caPem });
+    try {
+      const pod: KubeObject = {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "plain-answer", namespace: NS },
+        spec: { containers: [{ name: "app", image: "busybox:1.36" }] },
+      };
+      for (const step of ["mutate", "validate"])
+        for (const path of [`/${step}/${env.controller.apiPath}`, "/healthz"]) {
+          const reply = await sendHttps(env.controller.url + path, {
+            method: path === "/healthz" ? "GET" : "POST",
+            agent: client,
+            headers: { "content-type": "application/json" },
+            body: path === "/healthz" ? undefined : JSON.stringify(podCreateReview(pod)),
+          });
+          expect(reply.status).toBe(200);
+          expect(reply.headers.etag).toBeUndefined();
+          expect(reply.headers["x-powered-by"]).toBeUndefined();
+        }
+    } finally {
+      client.destroy();
+    }
   });
 });
 
