@@ -50,9 +50,12 @@ function parseArgs(argv: string[]) {
   let pin = true;
   for (let i = 1; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1] ?? ""];
-    if (flag === "--images" || flag === "--no-pin") {
-      if (flag === "--images") images = true;
-      else pin = false;
+    if (flag === "--images") {
+      images = true;
+      continue;
+    }
+    if (flag === "--no-pin") {
+      pin = false;
       continue;
     }
     if (flag === "--rounds") rounds = Number(value);
