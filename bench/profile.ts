@@ -11,15 +11,11 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { join } from "node:path";
-import { bundlePath, REPO_ROOT, startController } from "../test/support/controller";
-import { drive, seedPodBodies } from "./bodies";
+import { bundlePath, REPO_ROOT } from "../test/support/controller";
+import { drive, withSeededController } from "./bodies";
 import { buildFloor } from "./floor";
-import { pidOnPort } from "./proc";
-import { seedWorkloads } from "../test/support/manifests";
-import { startStandIn } from "../test/support/stand-in-api";
-import { cachesSynced } from "../test/support/wait";
 
-const MODE = process.argv[2] === "mutate" ? "mutate" : "validate";
+const MODE: "mutate" | "validate" = process.argv[2] === "mutate" ? "mutate" : "validate";
 // --floor: profile Pepr's floor (bench/pepr-floor.ts) instead, to set its packages beside ours.
 const FLOOR = process.argv.includes("--floor");
 const SECONDS = 10;
@@ -95,41 +91,21 @@ function summarize(profile: Profile, bundle: string, requests: number) {
 }
 
 async function main() {
-  const seeds = seedWorkloads();
-  const pods = seeds.workloads.map(m => m.object).filter(o => o.kind === "Pod");
-  const api = await startStandIn({ objects: seeds.cluster });
-  try {
-    const bodies = await seedPodBodies(api, pods, MODE);
-    mkdirSync(join(REPO_ROOT, "bench/runs"), { recursive: true });
-    const bundle = FLOOR ? join(REPO_ROOT, "bench/runs/floor/profile-floor.js") : bundlePath();
-    if (FLOOR) await buildFloor(bundle);
-    const controller = await startController({
-      api,
-      bundle,
-      env: {
-        LOG_LEVEL: "warn",
-        NODE_OPTIONS: `--import ${join(REPO_ROOT, "bench/profile-preload.mjs")}`,
-        PROFILE_OUT: OUT,
-      },
-    });
-    try {
-      if (!FLOOR) await cachesSynced(api); // the floor watches no caches
-      const pid = pidOnPort(controller.port);
-      const path = `/${MODE}/${controller.apiPath}`;
-      await drive(controller.url, path, bodies, 3); // warm-up: JIT, caches
-      process.kill(pid, "SIGUSR2");
-      const result = await drive(controller.url, path, bodies, SECONDS);
-      process.kill(pid, "SIGUSR1");
-      await new Promise(resolve => setTimeout(resolve, 1500));
-      console.log(`${MODE}: ${result["2xx"]} answers, ${result.non2xx + result.errors} errors`);
-      summarize(JSON.parse(readFileSync(OUT, "utf8")), bundle, result["2xx"]);
-      console.log(`\nprofile: ${OUT}`);
-    } finally {
-      await controller.stop();
-    }
-  } finally {
-    await api.stop();
-  }
+  mkdirSync(join(REPO_ROOT, "bench/runs"), { recursive: true });
+  const bundle = FLOOR ? join(REPO_ROOT, "bench/runs/floor/profile-floor.js") : bundlePath();
+  if (FLOOR) await buildFloor(bundle);
+  const env = { PROFILE_OUT: OUT };
+  const options = { mode: MODE, preload: "profile-preload.mjs", env, bundle, watches: !FLOOR };
+  await withSeededController(options, async ({ controller, pid, path, bodies }) => {
+    await drive(controller.url, path, bodies, 3); // warm-up: JIT, caches
+    process.kill(pid, "SIGUSR2");
+    const result = await drive(controller.url, path, bodies, SECONDS);
+    process.kill(pid, "SIGUSR1");
+    await new Promise(resolve => setTimeout(resolve, 1500));
+    console.log(`${MODE}: ${result["2xx"]} answers, ${result.non2xx + result.errors} errors`);
+    summarize(JSON.parse(readFileSync(OUT, "utf8")), bundle, result["2xx"]);
+    console.log(`\nprofile: ${OUT}`);
+  });
 }
 
 main().catch(e => {
