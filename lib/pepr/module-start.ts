@@ -11,6 +11,7 @@ import { CredentialsStore } from "../images/credentials";
 import { imageInspectorFor } from "../images/inspector";
 import { installReviewMetrics, serveWithPepr } from "../metrics/serve";
 import { installLinearClone } from "./clone";
+import { installBoundedLog } from "./bounded-log";
 import { LiveReportStore, writeEvent } from "../reports/live-store";
 import { ReportScanner } from "../reports/scanner";
 import { ScanWatches, watchIgnoredNamespaces, whenListed } from "../reports/scan-watches";
@@ -135,6 +136,12 @@ const admitting = (role: ModuleRole) => !role.building && !role.watcher;
 
 /** Pepr 1.1.4 mended in place, in this order; each says so when Pepr no longer has what it replaces. */
 const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; failed: string }[] = [
+  // While stdout does not drain, Pepr's log held every line, a denial's included: without bound.
+  {
+    install: installBoundedLog,
+    when: running,
+    failed: "could not bound Pepr's log buffer (its logger's stream was not found)",
+  },
   // Reviews up to the API server's sizes reach our payload-size rules instead of failing with an
   // opaque 413 (see lib/pepr/webhook-body-limit.ts).
   {

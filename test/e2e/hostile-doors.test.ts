@@ -92,6 +92,12 @@ describe("the answers, as the API server reads them", () => {
       client.destroy();
     }
   });
+
+  it("every start-up mend of Pepr took in the built controller (the bounded log's among them): none says it could not", () => {
+    const logs = env.controller.logs();
+    expect(logs).toContain('"msg":"'); // its log is there, as pino writes it
+    expect(logs).not.toMatch(/"msg":"could not [^"]*Pepr/);
+  });
 });
 
 describe("the drain, as the shipped preStop hook runs it", () => {
