@@ -6,6 +6,8 @@
 //     Pepr, which push the module's code and data out of the CPU's caches;
 //   - run again right after, twice, on the same request: how fast it warms;
 //   - run 5,000 times in a row: warm, as `npm run bench:engine` measures it in process.
+// Arguments NAME=value set the controller's environment (what a setting costs, cold):
+//   npm run bench:cold -- ADMISSION_GUARD_RESOURCE_QUOTA_ENABLED=false
 // A change that makes the checks cheaper shows here as a smaller "per request" (docs/bench.md,
 // "Why the checks cost ten times more in the controller than in process").
 import { mkdirSync, readFileSync } from "node:fs";
@@ -22,10 +24,15 @@ const quantile = (sorted: number[], q: number) =>
 
 async function main() {
   mkdirSync(join(REPO_ROOT, "bench/runs"), { recursive: true });
+  const settings = process.argv.slice(2).map(arg => {
+    const at = arg.indexOf("=");
+    if (at < 1) throw new Error(`${arg}: expected NAME=value`);
+    return [arg.slice(0, at), arg.slice(at + 1)];
+  });
   const options = {
     mode: "validate" as const,
     preload: "cold-preload.mjs",
-    env: { COLD_OUT: OUT },
+    env: { ...Object.fromEntries(settings), COLD_OUT: OUT },
   };
   await withSeededController(options, async ({ controller, pid, path, bodies }) => {
     const pinned = pinApart([pid]);
