@@ -1,7 +1,7 @@
 // Pepr's log held within a bound while stdout does not drain, at start-up. Why:
 // docs/adr/0013-mend-pepr-at-start-up.md ("The log within a bound").
-import { createRequire } from "node:module";
 import { Log } from "pepr";
+import { fromPepr } from "./from-pepr";
 
 /** The most the log holds while stdout does not drain; lines beyond it are dropped. */
 export const LOG_BUFFER_MAX_BYTES = 8 * 1024 * 1024;
@@ -33,14 +33,9 @@ interface SonicBoomLike {
  * is. False, nothing changed, when Pepr's pino cannot be found or is not shaped as 1.1.4's.
  */
 export function installBoundedLog(logger: object = Log): boolean {
-  let pino: Pino;
-  try {
-    pino = createRequire(require.resolve("pepr"))("pino") as Pino;
-  } catch {
-    return false;
-  }
-  const key = pino.symbols?.streamSym;
-  if (!key || typeof pino.destination !== "function") return false;
+  const pino = fromPepr<Pino>("pino");
+  const key = pino?.symbols?.streamSym;
+  if (!pino || !key || typeof pino.destination !== "function") return false;
   const streams = logger as Record<symbol, SonicBoomLike | undefined>;
   const current = streams[key];
   if (!current) return false;

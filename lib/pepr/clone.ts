@@ -1,6 +1,6 @@
 // Swaps the quadratic ramda `clone` Pepr copies every review with for a linear copy, at start-up.
 // Why: docs/adr/0013-mend-pepr-at-start-up.md
-import { createRequire } from "node:module";
+import { fromPepr } from "./from-pepr";
 
 const SWAPPED = Symbol.for("admission-guard.linear-clone");
 
@@ -84,12 +84,8 @@ export function linearClone(original: Clone): Clone {
  * Pepr's ramda cannot be found or its clone cannot be replaced.
  */
 export function installLinearClone(): boolean {
-  let ramda: { clone?: Clone };
-  try {
-    ramda = createRequire(require.resolve("pepr"))("ramda");
-  } catch {
-    return false;
-  }
+  const ramda = fromPepr<{ clone?: Clone }>("ramda");
+  if (!ramda) return false;
   const original = ramda.clone;
   if (typeof original !== "function") return false;
   if (original[SWAPPED]) return true;

@@ -1,7 +1,7 @@
 // Raises the body limit of Pepr's webhook server at start-up, so an oversize object gets our
 // payload-size denial instead of an HTTP 413. Why: docs/adr/0013-mend-pepr-at-start-up.md
-import { createRequire } from "node:module";
 import { isIPv4 } from "node:net";
+import { fromPepr } from "./from-pepr";
 
 /** Enough for any review the API server can send: 3 MiB new object + stored object + envelope. */
 export const WEBHOOK_BODY_LIMIT = "8mb";
@@ -101,14 +101,8 @@ interface PeprExpress {
 }
 type AppSetup = (this: { set(name: string, value: unknown): unknown }) => void;
 
-/** The express instance Pepr loads, resolved from Pepr's location; undefined where there is none. */
-function peprExpress(): PeprExpress | undefined {
-  try {
-    return createRequire(require.resolve("pepr"))("express") as PeprExpress;
-  } catch {
-    return undefined;
-  }
-}
+/** The express instance Pepr loads; undefined where there is none. */
+const peprExpress = () => fromPepr<PeprExpress>("express");
 
 /**
  * Pepr's webhook server answers without an ETag and without `X-Powered-By`: an admission answer is

@@ -4,14 +4,14 @@
 //   one:     one line, then stay until stdin closes
 //   flood:   24 MiB of lines while the parent does not read; report the buffer on stderr, then wait
 //            for stdin to close (the parent reads stdout again first: the exit flushes the rest)
-import { createRequire } from "node:module";
 import { installBoundedLog } from "../../lib/pepr/bounded-log";
+import { fromPepr } from "../../lib/pepr/from-pepr";
 
 type Logger = {
   warn(obj: object, msg?: string): void;
   child(bindings: object): Logger;
 } & Record<symbol, { _len?: number; on(event: string, f: () => void): void }>;
-const pino = createRequire(require.resolve("pepr"))("pino") as {
+const pino = fromPepr("pino") as {
   pino(): Logger;
   symbols: { streamSym: symbol };
 };
