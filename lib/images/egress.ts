@@ -1,6 +1,7 @@
 // Where image lookups may connect: a policy, not whatever a pod's image or a registry's redirect
 // names. A host is reached only at addresses outside loopback, link-local, private, CGNAT,
-// multicast and unspecified ranges (and their IPv4-mapped and NAT64 forms), and outside the
+// multicast, unspecified and reserved ranges (IPv6 forms that carry an IPv4 address judged by that
+// address, or refused where its place is not fixed), and outside the
 // admin's images.blockedCidrs (the cluster's Service and Pod ranges when they are public), unless
 // an admin listed the host: images.allowedHosts, images.plainHttp, the registries of
 // registries.allowed and of the mirror targets. Checked on the addresses DNS gave at connect time
@@ -42,6 +43,8 @@ export class EgressRefused extends Error {
   readonly code = EGRESS_REFUSED;
 }
 
+// Every range of IANA's special-purpose registries that is not globally reachable, or that no
+// registry serves from (documentation, benchmarking, deprecated), by RFC.
 const BUILT_IN_BLOCKED: [string, number, "ipv4" | "ipv6"][] = [
   ["0.0.0.0", 8, "ipv4"], // "this network", unspecified
   ["10.0.0.0", 8, "ipv4"],
@@ -49,13 +52,25 @@ const BUILT_IN_BLOCKED: [string, number, "ipv4" | "ipv6"][] = [
   ["127.0.0.0", 8, "ipv4"],
   ["169.254.0.0", 16, "ipv4"], // link-local: cloud metadata services
   ["172.16.0.0", 12, "ipv4"],
+  ["192.0.0.0", 24, "ipv4"], // IETF protocol assignments
+  ["192.0.2.0", 24, "ipv4"], // documentation
+  ["192.88.99.0", 24, "ipv4"], // 6to4 relay anycast (RFC 7526: deprecated)
   ["192.168.0.0", 16, "ipv4"],
+  ["198.18.0.0", 15, "ipv4"], // benchmarking
+  ["198.51.100.0", 24, "ipv4"], // documentation
+  ["203.0.113.0", 24, "ipv4"], // documentation
   ["224.0.0.0", 4, "ipv4"], // multicast
   ["240.0.0.0", 4, "ipv4"], // reserved, broadcast
   ["::", 96, "ipv6"], // unspecified, loopback, IPv4-compatible
-  ["fe80::", 10, "ipv6"],
-  ["fc00::", 7, "ipv6"],
-  ["ff00::", 8, "ipv6"],
+  ["100::", 64, "ipv6"], // discard-only (RFC 6666)
+  ["2001::", 23, "ipv6"], // IETF protocol assignments: Teredo 2001::/32 (IPv4 inside), ORCHID
+  ["2001:db8::", 32, "ipv6"], // documentation
+  ["3fff::", 20, "ipv6"], // documentation (RFC 9637)
+  ["5f00::", 16, "ipv6"], // SRv6 SIDs (RFC 9602)
+  ["fc00::", 7, "ipv6"], // unique local
+  ["fe80::", 10, "ipv6"], // link-local
+  ["fec0::", 10, "ipv6"], // site-local (RFC 3879: deprecated, still routed inside some sites)
+  ["ff00::", 8, "ipv6"], // multicast
 ];
 
 /** The built-in ranges plus the admin's CIDRs ("10.96.0.0/12", "fd00:10::/56"). */
@@ -99,12 +114,22 @@ function ipv6Words(address: string): number[] | undefined {
   return [...front, ...Array(8 - front.length - back.length).fill(0), ...back];
 }
 
-/** The IPv4 address an IPv6 one carries (IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96). */
+const v4Of = (high: number, low: number) => [high >> 8, high & 255, low >> 8, low & 255].join(".");
+const zero = (words: number[]) => words.every(w => w === 0);
+
+/**
+ * The IPv4 address an IPv6 one carries where its form fixes where: IPv4-mapped ::ffff:0:0/96,
+ * SIIT's IPv4-translated ::ffff:0:0:0/96, NAT64 64:ff9b::/96, 6to4 2002::/16. Forms whose IPv4 is
+ * elsewhere or hidden (local-use NAT64, Teredo, IPv4-compatible) are refused whole instead.
+ */
 function embeddedIPv4(words: number[]): string | undefined {
-  const mapped = words.slice(0, 5).every(w => w === 0) && words[5] === 0xffff;
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every(w => w === 0);
-  if (!mapped && !nat64) return undefined;
-  return [words[6] >> 8, words[6] & 255, words[7] >> 8, words[7] & 255].join(".");
+  if (zero(words.slice(0, 5)) && words[5] === 0xffff) return v4Of(words[6], words[7]);
+  if (zero(words.slice(0, 4)) && words[4] === 0xffff && words[5] === 0)
+    return v4Of(words[6], words[7]);
+  if (words[0] === 0x64 && words[1] === 0xff9b && zero(words.slice(2, 6)))
+    return v4Of(words[6], words[7]);
+  if (words[0] === 0x2002) return v4Of(words[1], words[2]);
+  return undefined;
 }
 
 /** Whether an address may be connected to for a host no admin listed. */
@@ -113,7 +138,11 @@ export function addressAllowed(address: string, blocked: BlockList): boolean {
   const words = ipv6Words(address);
   if (!words) return false;
   const v4 = embeddedIPv4(words);
-  if (v4 !== undefined) return !blocked.check(v4, "ipv4");
+  if (v4 !== undefined && blocked.check(v4, "ipv4")) return false;
+  // 64:ff9b::/32 beyond the decoded /96 holds local-use NAT64, 64:ff9b:1::/48 (RFC 8215), whose
+  // IPv4 sits where the operator chose: refused.
+  if (v4 === undefined && words[0] === 0x64 && words[1] === 0xff9b) return false;
+  // The IPv6 form is judged too, decoded or not: images.blockedCidrs may name it.
   return !blocked.check(words.map(w => w.toString(16)).join(":"), "ipv6");
 }
 

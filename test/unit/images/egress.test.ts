@@ -95,6 +95,32 @@ describe("addresses a host no admin listed may resolve to", () => {
     "::ffff:a9fe:a9fe",
     "64:ff9b::a9fe:a9fe",
     "::127.0.0.1",
+    // SIIT's IPv4-translated form ::ffff:0:0:0/96
+    "::ffff:0:a9fe:a9fe",
+    "::ffff:0:127.0.0.1",
+    // 6to4 2002::/16 carries its IPv4 in the second and third words
+    "2002:a9fe:a9fe::1",
+    "2002:7f00:1::",
+    "2002:c0a8:101::1",
+    // local-use NAT64 (RFC 8215) and the rest of 64:ff9b::/32 outside the well-known /96
+    "64:ff9b:1::a9fe:a9fe",
+    "64:ff9b:1:a9fe:a9:fe00::",
+    "64:ff9b:0:0:1::8.8.8.8",
+    // Teredo (2001::/32) and the other IETF protocol assignments of 2001::/23
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    "2001:2::1",
+    "2001:db8::1", // documentation
+    "3fff::1", // documentation (RFC 9637)
+    "fec0::1", // site-local
+    "100::1", // discard-only
+    "5f00::1", // SRv6 SIDs
+    "192.0.0.170",
+    "192.0.2.1",
+    "198.18.0.1",
+    "198.51.100.7",
+    "203.0.113.9",
+    "192.88.99.1",
+    "::ffff:203.0.113.9",
     "not-an-address",
   ])("%s is refused", address => {
     expect(addressAllowed(address, blocked)).toBe(false);
@@ -107,6 +133,11 @@ describe("addresses a host no admin listed may resolve to", () => {
     "100.128.0.1",
     "2606:4700::1111",
     "::ffff:8.8.8.8",
+    "::ffff:0:8.8.8.8",
+    "64:ff9b::808:808",
+    "2002:808:808::1",
+    "2001:4860:4860::8888",
+    "2a00:1450:4001:80b::200e",
   ])("%s (public) is allowed", address => {
     expect(addressAllowed(address, blocked)).toBe(true);
   });
@@ -117,6 +148,10 @@ describe("addresses a host no admin listed may resolve to", () => {
     expect(addressAllowed("2600:1900:4000::5", withCluster)).toBe(false);
     expect(addressAllowed("::ffff:34.118.230.7", withCluster)).toBe(false);
     expect(addressAllowed("34.118.240.1", withCluster)).toBe(true);
+    // Every IPv6 form that carries the IPv4 address is judged by it.
+    expect(addressAllowed("64:ff9b::2276:e607", withCluster)).toBe(false);
+    expect(addressAllowed("2002:2276:e607::1", withCluster)).toBe(false);
+    expect(addressAllowed("::ffff:0:2276:e607", withCluster)).toBe(false);
     expect(() => parseSettings({ images: { blockedCidrs: ["34.118.224.0/40"] } })).toThrow(
       /images\.blockedCidrs\[0\]: must be a CIDR/,
     );
@@ -131,6 +166,12 @@ describe("addresses a host no admin listed may resolve to", () => {
       "https://[::1]/v2/",
       "https://[::ffff:127.0.0.1]/v2/",
       "https://169.254.169.254/latest/meta-data/",
+      "https://[64:ff9b::169.254.169.254]/latest/meta-data/",
+      "https://[::ffff:0:169.254.169.254]/latest/meta-data/",
+      "https://[2002:a9fe:a9fe::]/latest/meta-data/",
+      "https://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/",
+      "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]:5000/v2/",
+      "https://[fec0::1]/v2/",
     ])
       expect(refusal(new URL(url), policy)).toMatch(/egress policy refuses/);
     expect(refusal(new URL("https://ghcr.io/v2/"), policy)).toBeUndefined();
@@ -173,12 +214,12 @@ describe("addresses a host no admin listed may resolve to", () => {
       callback(null, [
         { address: "169.254.169.254", family: 4 },
         { address: "10.1.2.3", family: 4 },
-        { address: "203.0.113.9", family: 4 },
+        { address: "140.82.112.3", family: 4 },
       ])) as never;
     const lookup = guardedLookup("registry.example", egressPolicy({ resolve }));
     lookup("registry.example", { all: true }, (error, addresses) => {
       expect(error).toBeNull();
-      expect(addresses).toEqual([{ address: "203.0.113.9", family: 4 }]);
+      expect(addresses).toEqual([{ address: "140.82.112.3", family: 4 }]);
       done();
     });
   });
