@@ -8,9 +8,9 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
-import { METRIC_NAMES, registry } from "../../../lib/metrics";
+import { METRIC_NAMES, registry } from "../../lib/metrics";
 
-const REPO_ROOT = join(__dirname, "../..", "..");
+const REPO_ROOT = join(__dirname, "../..");
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
 const UUID: string = pkg.pepr.uuid;
 const DIST = join(REPO_ROOT, "dist");

@@ -4,9 +4,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import cfg from "../../../package.json";
+import cfg from "../../package.json";
 
-const chart = join(__dirname, "../../..", "dist", `${cfg.pepr.uuid}-chart`);
+const chart = join(__dirname, "../..", "dist", `${cfg.pepr.uuid}-chart`);
 
 interface Schema {
   $ref?: string;
