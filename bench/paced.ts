@@ -4,7 +4,7 @@
 //
 // Why not autocannon's `overallRate`: autocannon 9 paces per second, not per request — each
 // connection sends back-to-back until it has made its share of the second, then waits for the next
-// second (lib/httpClient.js `reqsMadeThisSecond`). At 200 req/s that is a burst of 200 requests at
+// second (autocannon/lib/httpClient.js `reqsMadeThisSecond`). At 200 req/s that is a burst of 200 requests at
 // the start of every second: its "p99 at 200 req/s" is the tail of a saturation burst (a bare Node
 // server showed 10 ms). Its histogram also has a 1 ms resolution.
 import { Agent, request } from "node:https";

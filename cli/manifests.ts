@@ -46,7 +46,7 @@ const MANIFEST_EXTENSIONS = [".yaml", ".yml", ".json"];
  */
 export const sameData = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/** `examples/x.yaml: document 2, item 3` */
+/** `examples/llamaindex-trainer.yaml: document 2, item 3` */
 export function describeSource(s: Source): string {
   return `${s.file}: document ${s.document}${s.item ? `, item ${s.item}` : ""}`;
 }

@@ -29,7 +29,7 @@ export interface EngineDeps {
   policies: Policy[];
 }
 
-/** A decision to count on /metrics (lib/metrics.ts). */
+/** A decision to count on /metrics (lib/metrics/index.ts). */
 export interface DecisionEvent {
   capability: string;
   /** fixed | allowed | denied | allowed-warn | allowed-audit | exempted */

@@ -1,4 +1,4 @@
-// The one gate for what makes no new pod (lib/engine/validation.ts needsJudging), and workload UPDATEs
+// The one gate for what makes no new pod (lib/engine/update-gate.ts needsJudging), and workload UPDATEs
 // judged on what they change: a rollout in a namespace whose quota is full still rolls, a
 // scale-down or a finalizer removal is never refused, and only what an update adds counts.
 import { policies } from "../../../capabilities";

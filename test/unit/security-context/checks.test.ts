@@ -25,7 +25,7 @@ const restrictedIds = checksFor("restricted").map(c => c.id);
 
 describe("the check registry", () => {
   it("has one fixture directory per check, each with pass and fail cases", () => {
-    // Directories only: levels.ts beside them is the generated set of test/unit/pod-security-levels.
+    // Directories only: levels.ts beside them is the generated set of test/unit/security-context/levels.test.ts.
     const dirs = readdirSync(FIXTURES, { withFileTypes: true })
       .filter(d => d.isDirectory())
       .map(d => d.name)
