@@ -194,6 +194,24 @@ export const SettingsSchema = z
           .string()
           .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
           .default("workload"),
+        /**
+         * The names the namespace annotation admission-guard.dev/service-account may choose besides
+         * `name` ("team-*" is a prefix; "default" only as an exact entry). Any other is not used (a
+         * warning): a tenant's annotation must not make the module create or move pods onto
+         * another controller's account.
+         */
+        allowedNames: z
+          .array(
+            z
+              .string()
+              .regex(
+                /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|[a-z0-9][-a-z0-9.]*\*)$/,
+                'must be a ServiceAccount name, or a prefix of one ending in "*" (team-*)',
+              )
+              .max(253),
+          )
+          .max(100)
+          .default([]),
         /** Keep the API server's injected token volume on pods that did not ask for a token. */
         keepTokens: z.boolean().default(false),
         /** Secret access check: off | warn (default) | enforce. */
