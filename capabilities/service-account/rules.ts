@@ -13,6 +13,7 @@ import {
   type RuleFindings,
 } from "../../lib/objects/policy";
 import { isRecord } from "../../lib/objects/record";
+import { bounded } from "../../lib/images/limits";
 
 export const CAPABILITY = "service-account";
 export const DEFAULT_SERVICE_ACCOUNT = "default";
@@ -23,24 +24,56 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 export interface DedicatedServiceAccount {
   name: string;
-  /** Set when the namespace annotation was present but not a valid name (the setting is used). */
+  /**
+   * Set when the namespace annotation was present but is not used (the setting is used): the
+   * value, cut to 200 bytes, and why.
+   */
   invalidAnnotation?: string;
+  refused?: "invalid" | "not-allowed";
 }
 
-/** The ServiceAccount pods of a namespace are moved to: the namespace annotation, else the setting. */
+/**
+ * Whether an admin allowed the annotation to name this account: serviceAccount.name, or an entry of
+ * serviceAccount.allowedNames ("team-*" is a prefix). "default" counts only as an exact entry: a
+ * pattern never lets a namespace keep its pods on the account every pod gets.
+ */
+export function annotationAllowed(
+  name: string,
+  settings: { name: string; allowedNames: readonly string[] },
+): boolean {
+  if (name === settings.name) return true;
+  return settings.allowedNames.some(entry =>
+    entry.endsWith("*")
+      ? name !== DEFAULT_SERVICE_ACCOUNT && name.startsWith(entry.slice(0, -1))
+      : name === entry,
+  );
+}
+
+/**
+ * The ServiceAccount pods of a namespace are moved to: the namespace annotation when it is a valid
+ * name an admin allowed, else the setting. The module creates the account it returns: a tenant's
+ * annotation must not make it create, or move pods onto, another controller's account.
+ * Why: docs/adr/0027-namespace-keys-are-admins-by-default.md
+ */
 export function dedicatedServiceAccount(
   namespaceAnnotations: Record<string, string> | undefined,
-  defaultName: string,
+  settings: { name: string; allowedNames: readonly string[] },
 ): DedicatedServiceAccount {
   const annotated = namespaceAnnotations?.[NS_KEYS.serviceAccount];
-  if (typeof annotated !== "string") return { name: defaultName };
-  const name = annotated.trim();
-  if (name.length <= 253 && DNS_SUBDOMAIN.test(name)) return { name };
-  return { name: defaultName, invalidAnnotation: annotated };
+  if (typeof annotated !== "string") return { name: settings.name };
+  // A 256 KiB annotation is trimmed once, never echoed whole.
+  const name = annotated.length <= 512 ? annotated.trim() : "";
+  const refuse = (refused: "invalid" | "not-allowed") => ({
+    name: settings.name,
+    invalidAnnotation: bounded(annotated),
+    refused,
+  });
+  if (!(name.length <= 253 && DNS_SUBDOMAIN.test(name))) return refuse("invalid");
+  return annotationAllowed(name, settings) ? { name } : refuse("not-allowed");
 }
 
 const dedicatedFor = (ctx: RuleContext) =>
-  dedicatedServiceAccount(ctx.namespace?.annotations, ctx.settings.serviceAccount.name);
+  dedicatedServiceAccount(ctx.namespace?.annotations, ctx.settings.serviceAccount);
 
 /** The ServiceAccount a pod spec runs as: serviceAccountName, its deprecated alias, else default. */
 export function serviceAccountOf(spec: V1PodSpec): string {
@@ -159,7 +192,9 @@ export async function checkServiceAccountExists(
     findings.warnings.push(
       formatNote(
         CAPABILITY,
-        `namespace ${ctx.namespaceName} has ${NS_KEYS.serviceAccount}="${dedicated.invalidAnnotation}", which is not a valid ServiceAccount name; using "${dedicated.name}". Fix: kubectl annotate namespace ${ctx.namespaceName} ${NS_KEYS.serviceAccount}=<name> --overwrite`,
+        dedicated.refused === "invalid"
+          ? `namespace ${ctx.namespaceName} has ${NS_KEYS.serviceAccount}="${dedicated.invalidAnnotation}", which is not a valid ServiceAccount name; using "${dedicated.name}". Fix: kubectl annotate namespace ${ctx.namespaceName} ${NS_KEYS.serviceAccount}=<name> --overwrite`
+          : `namespace ${ctx.namespaceName} has ${NS_KEYS.serviceAccount}="${dedicated.invalidAnnotation}", a ServiceAccount an admin did not allow (serviceAccount.allowedNames); using "${dedicated.name}". Fix: an admin adds the name to serviceAccount.allowedNames, or removes the annotation: kubectl annotate namespace ${ctx.namespaceName} ${NS_KEYS.serviceAccount}-`,
       ),
     );
   }
@@ -258,6 +293,6 @@ export function serviceAccountForNewNamespace(
   if (!s.enabled || !s.mutate || !s.ensure || isIgnoredNamespace(ns.name, settings))
     return undefined;
   if ((ns.labels[NS_KEYS.mode] ?? settings.mode) === "off") return undefined;
-  const { name } = dedicatedServiceAccount(ns.annotations, s.name);
+  const { name } = dedicatedServiceAccount(ns.annotations, s);
   return name === DEFAULT_SERVICE_ACCOUNT ? undefined : name;
 }

@@ -27,7 +27,7 @@ export const NS_KEYS = {
   fixFailed: "admission-guard.dev/fix-failed",
 } as const;
 
-/** Every label and annotation of the module starts so (an opt-in policy keeps them to admins). */
+/** Every label and annotation of the module starts so (the namespace-keys policy keeps them to admins). */
 export const NS_KEY_PREFIX = "admission-guard.dev/";
 
 /**

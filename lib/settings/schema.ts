@@ -33,6 +33,16 @@ const policyVersion = z
   .string()
   .regex(/^(latest|v1\.(0|[1-9][0-9]{0,8}))$/, 'must be "latest" or "v1.N", e.g. v1.30');
 
+/** A user or group name, written into the policy's CEL as a string literal: no quote, backslash or control. */
+const celString = z
+  .string()
+  .min(1)
+  .max(253)
+  .refine(
+    name => ![...name].some(c => c === '"' || c === "\\" || c < " " || c === "\u007f"),
+    "must not hold a quote, a backslash or a control character",
+  );
+
 /** A namespace name (RFC 1123 label), as the API server accepts it. */
 const namespaceName = z
   .string()
@@ -184,6 +194,24 @@ export const SettingsSchema = z
           .string()
           .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
           .default("workload"),
+        /**
+         * The names the namespace annotation admission-guard.dev/service-account may choose besides
+         * `name` ("team-*" is a prefix; "default" only as an exact entry). Any other is not used (a
+         * warning): a tenant's annotation must not make the module create or move pods onto
+         * another controller's account.
+         */
+        allowedNames: z
+          .array(
+            z
+              .string()
+              .regex(
+                /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|[a-z0-9][-a-z0-9.]*\*)$/,
+                'must be a ServiceAccount name, or a prefix of one ending in "*" (team-*)',
+              )
+              .max(253),
+          )
+          .max(100)
+          .default([]),
         /** Keep the API server's injected token volume on pods that did not ask for a token. */
         keepTokens: z.boolean().default(false),
         /** Secret access check: off | warn (default) | enforce. */
@@ -267,6 +295,21 @@ export const SettingsSchema = z
          * (a trailing * is a prefix). Their objects are then not judged again.
          */
         controllerUsers: z.array(z.string().min(1).max(253)).max(100).default([]),
+      })
+      .prefault({}),
+    namespaceKeysPolicy: z
+      .strictObject({
+        /**
+         * The ValidatingAdmissionPolicy that lets only the admins below set, change or remove
+         * admission-guard.dev/* namespace labels and annotations, in the manifest the build writes
+         * (and the chart's default). Read at build time only (package.json pepr.env).
+         * Why: docs/adr/0027-namespace-keys-are-admins-by-default.md
+         */
+        enabled: z.boolean().default(true),
+        /** Groups whose members may set them: the cluster's own admin groups where not system:masters. */
+        adminGroups: z.array(celString).max(100).default(["system:masters"]),
+        /** Users who may set them. */
+        adminUsers: z.array(celString).max(100).default([]),
       })
       .prefault({}),
     exemptions: z

@@ -68,7 +68,8 @@ export interface Objects {
   add: KubeObject[];
   /** Every object this entry may add, with any setting: what an earlier run added goes first. */
   owns: Select[];
-  template: string;
+  /** The chart template of the same objects; none when the entry writes its own (`templates`). */
+  template?: string;
   /** The Helm condition around them, e.g. `.Values.admission.enabled`. */
   helmIf?: string;
 }
@@ -283,10 +284,11 @@ export class BuildOutput {
     for (let i = this.manifestDocs.length - 1; i >= 0; i--)
       if (owns.some(s => selects(s, this.manifestDocs[i]))) this.manifestDocs.splice(i, 1);
     this.added.push(...add);
-    this.writes.set(
-      this.template(template).href,
-      add.length ? helmObjects(add, helmIf) : undefined,
-    );
+    if (template)
+      this.writes.set(
+        this.template(template).href,
+        add.length ? helmObjects(add, helmIf) : undefined,
+      );
   }
 
   private changeValue(change: ValueChange): void {

@@ -50,8 +50,6 @@ const NAMESPACE = "pepr-system";
 export const WATCHER_MEMORY = { request: "384Mi", limit: "512Mi" };
 /** Covers the drain (lib/pepr/webhook-body-limit DRAIN_MS) and the hook's own 10 s timeout. */
 const GRACE_SECONDS = 15;
-/** Who may set the module's namespace keys unless the chart's values say otherwise. */
-const ADMIN_GROUPS = ["system:masters"];
 
 /**
  * The preStop drain, run by the image's node inside the container: the server honours the drain
@@ -127,6 +125,10 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
     template: step === "mutate" ? "mutation-webhook.yaml" : "validation-webhook.yaml",
   }));
   const namespaceKeys = namespaceKeysPolicy(NAME);
+  const admins = settings.namespaceKeysPolicy;
+  const namespaceKeysObjects = namespaceKeys.objects(
+    notAnAdmin(JSON.stringify(admins.adminUsers), JSON.stringify(admins.adminGroups)),
+  );
 
   return [
     {
@@ -343,19 +345,33 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
       ],
       values: [{ path: ["additionalIgnoredNamespaces"], list: ignored }],
     },
+    // Why: docs/adr/0027-namespace-keys-are-admins-by-default.md. After the Exemptions namespace:
+    // the install labels it (owned-by) before the policy exists, so a first `kubectl apply` passes
+    // whoever runs it; the binding follows its policy in the same apply.
     {
       name: "namespace-keys-policy",
-      why: `opt-in: only admins may set, change or remove ${NS_KEY_PREFIX}* namespace labels and annotations, the module's per-namespace choices and its ownership label`,
-      summary: `opt-in ValidatingAdmissionPolicy ${namespaceKeys.name} (dist/admission-guard-namespace-keys-vap.yaml, chart namespaceKeysPolicy.enabled)`,
+      why: `only admins may set, change or remove ${NS_KEY_PREFIX}* namespace labels and annotations, the module's per-namespace choices and its ownership label: they give more than Pod Security's labels (registries, image volumes, ServiceAccount, secret access, quota)`,
+      summary: admins.enabled
+        ? `ValidatingAdmissionPolicy ${namespaceKeys.name} in the manifest (admins: groups [${admins.adminGroups.join(", ")}], users [${admins.adminUsers.join(", ")}]); chart namespaceKeysPolicy.enabled true`
+        : `no namespace-keys policy in the manifest (namespaceKeysPolicy.enabled false): dist/admission-guard-namespace-keys-vap.yaml, chart namespaceKeysPolicy.enabled false`,
+      objects: {
+        add: admins.enabled ? namespaceKeysObjects : [],
+        owns: namespaceKeysObjects.map(o => ({ kind: o.kind, name: o.metadata.name })),
+      },
       files: {
-        "admission-guard-namespace-keys-vap.yaml": `# Opt-in (kubectl apply -f): only the admins below may set admission-guard.dev/* namespace labels
-# and annotations. Edit the lists to your cluster's admin groups and users before applying.
-${helmObjects(namespaceKeys.objects(notAnAdmin("[]", JSON.stringify(ADMIN_GROUPS))))}`,
+        "admission-guard-namespace-keys-vap.yaml": `# The namespace-keys policy on its own (it is in the manifest unless namespaceKeysPolicy.enabled
+# was false at build): only the admins below may set admission-guard.dev/* namespace labels and
+# annotations. Edit the lists to your cluster's admin groups and users before applying.
+${helmObjects(namespaceKeysObjects)}`,
       },
       newValues: [
         {
           key: "namespaceKeysPolicy",
-          defaults: { enabled: false, adminGroups: ADMIN_GROUPS, adminUsers: [] },
+          defaults: {
+            enabled: admins.enabled,
+            adminGroups: admins.adminGroups,
+            adminUsers: admins.adminUsers,
+          },
           schema: {
             type: "object",
             additionalProperties: false,
@@ -478,7 +494,7 @@ const policyBinding = (policyName: string): KubeObject => ({
 const notAnAdmin = (users: string, groups: string) =>
   `!(request.userInfo.username in ${users}) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ${groups}))`;
 
-/** The opt-in policy: only those matching `notAnAdmin` are held to it. */
+/** The namespace-keys policy: only those matching `notAnAdmin` are held to it. */
 function namespaceKeysPolicy(NAME: string) {
   const name = `${NAME}-namespace-keys`;
   /** The CEL that says a map's module keys are the same in the object and the stored one. */

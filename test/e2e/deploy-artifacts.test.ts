@@ -12,7 +12,7 @@ import { routesOf, webhookRules } from "../../lib/engine/routes";
 import { moduleEnvironment, settingsFromEnv } from "../../lib/settings";
 import type { KubeObject } from "../../lib/objects/pod";
 import { REPO_ROOT } from "../support/controller";
-import { moduleYamlPath } from "../support/module-rbac";
+import { loadModuleRbac, moduleYamlPath } from "../support/module-rbac";
 
 const exec = promisify(execFile);
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
@@ -381,31 +381,171 @@ describe("issue 26: the install's doors (scripts/overlay/entries.ts: admission-d
     );
   });
 
-  it("ships the namespace-keys policy opt-in: a file of its own and a chart value off by default, none in the manifest", () => {
+  // Issue 40: a tenant's own admission-guard.dev/mode=off gives more than Pod Security's labels.
+  const POLICY = `pepr-${pkg.pepr.uuid}-namespace-keys`;
+  const policyOf = (docs: KubeObject[]) =>
+    docs.filter(
+      d =>
+        /^ValidatingAdmissionPolicy(Binding)?$/.test(String(d.kind)) && d.metadata?.name === POLICY,
+    );
+  type Policy = {
+    matchConditions: { expression: string }[];
+    validations: { expression: string; message: string }[];
+  };
+  /**
+   * The chart's template as Helm renders it with these values: its `if` and the one action that
+   * writes the admins (printf of two toJson, then quote: a Go-quoted string, JSON's form here).
+   */
+  const renderChart = (
+    text: string,
+    values: { enabled: boolean; adminUsers: string[]; adminGroups: string[] },
+  ) => {
+    const body = text.match(
+      /^\{\{- if \.Values\.namespaceKeysPolicy\.enabled \}\}\n([\s\S]*)\{\{- end \}\}\n$/,
+    );
+    if (!body) throw new Error("the template is not one if-block");
+    if (!values.enabled) return [];
+    const rendered = body[1].replace(
+      /\{\{ printf ("(?:[^"\\]|\\.)*") \(toJson \.Values\.namespaceKeysPolicy\.adminUsers\) \(toJson \.Values\.namespaceKeysPolicy\.adminGroups\) \| quote \}\}/,
+      (_, format: string) => {
+        const parts = (JSON.parse(format) as string).split("%s");
+        expect(parts).toHaveLength(3);
+        return JSON.stringify(
+          parts[0] +
+            JSON.stringify(values.adminUsers) +
+            parts[1] +
+            JSON.stringify(values.adminGroups) +
+            parts[2],
+        );
+      },
+    );
+    expect(rendered).not.toContain("{{");
+    return parseAllDocuments(rendered).map(d => d.toJS() as KubeObject);
+  };
+
+  it("the namespace-keys policy is in the manifest by default: policy then binding, after the Exemptions namespace, for system:masters", () => {
     const dist = join(REPO_ROOT, "dist");
-    const policy = parseAllDocuments(
-      readFileSync(join(dist, "admission-guard-namespace-keys-vap.yaml"), "utf8"),
-    ).map(d => d.toJS() as KubeObject);
-    expect(policy.map(d => d.kind)).toEqual([
+    const docs = docsOf(dist);
+    const [policy, binding] = policyOf(docs);
+    expect([policy?.kind, binding?.kind]).toEqual([
       "ValidatingAdmissionPolicy",
       "ValidatingAdmissionPolicyBinding",
     ]);
-    const spec = policy[0].spec as {
-      matchConditions: { expression: string }[];
-      validations: { expression: string; message: string }[];
-    };
-    expect(spec.matchConditions[0].expression).toContain('["system:masters"]');
+    // One `kubectl apply -f`: the install labels its Exemptions namespace (owned-by) before the
+    // policy exists, and the binding comes with its policy.
+    const at = (d: KubeObject) => docs.indexOf(d);
+    const exemptions = docs.find(
+      d => d.kind === "Namespace" && d.metadata?.name === "admission-guard-exemptions",
+    )!;
+    expect(at(exemptions)).toBeLessThan(at(policy));
+    expect(at(policy)).toBeLessThan(at(binding));
+    expect(binding.spec).toEqual({ policyName: POLICY, validationActions: ["Deny"] });
+    const spec = policy.spec as Policy;
+    expect(spec.matchConditions[0].expression).toBe(
+      '!(request.userInfo.username in []) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"]))',
+    );
     expect(spec.validations.map(v => v.message)).toEqual([
       expect.stringMatching(/^admission-guard\/namespace-keys: .*labels\. Fix: /),
       expect.stringMatching(/^admission-guard\/namespace-keys: .*annotations\. Fix: /),
     ]);
-    expect(docsOf(dist).filter(d => String(d.metadata?.name).endsWith("-namespace-keys"))).toEqual(
-      [],
+    // The file of its own holds the same objects (for a build that turned the policy off).
+    const file = parseAllDocuments(
+      readFileSync(join(dist, "admission-guard-namespace-keys-vap.yaml"), "utf8"),
+    ).map(d => d.toJS() as KubeObject);
+    expect(file).toEqual([policy, binding]);
+  });
+
+  it("the chart's value is on by default and its template renders the manifest's policy; off renders none", () => {
+    const dist = join(REPO_ROOT, "dist");
+    const values = parseDocument(chartFile(dist, "values.yaml")).toJS() as {
+      namespaceKeysPolicy: { enabled: boolean; adminUsers: string[]; adminGroups: string[] };
+    };
+    expect(values.namespaceKeysPolicy).toEqual({
+      enabled: true,
+      adminGroups: ["system:masters"],
+      adminUsers: [],
+    });
+    const template = chartFile(dist, "templates/namespace-keys-policy.yaml");
+    expect(renderChart(template, values.namespaceKeysPolicy)).toEqual(policyOf(docsOf(dist)));
+    expect(renderChart(template, { ...values.namespaceKeysPolicy, enabled: false })).toEqual([]);
+    // A managed cluster's admins: their group and user reach the CEL as Helm writes them.
+    const [managed] = renderChart(template, {
+      enabled: true,
+      adminGroups: ["system:masters", "eks:cluster-admins"],
+      adminUsers: ["alice@example.com"],
+    });
+    expect((managed.spec as Policy).matchConditions[0].expression).toBe(
+      '!(request.userInfo.username in ["alice@example.com"]) && !(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters","eks:cluster-admins"]))',
     );
-    expect(chartFile(dist, "templates/namespace-keys-policy.yaml")).toMatch(
-      /^\{\{- if \.Values\.namespaceKeysPolicy\.enabled \}\}/,
-    );
-    expect(chartFile(dist, "values.yaml")).toMatch(/namespaceKeysPolicy:\n\s+enabled: false/);
+  });
+
+  it("namespaceKeysPolicy settings at build: off takes the policy out of the manifest and the chart's default; admin groups reach both; on again puts it back", async () => {
+    const dist = distCopy();
+    try {
+      await runGuards(dist, { ADMISSION_GUARD_NAMESPACE_KEYS_POLICY_ENABLED: "false" });
+      expect(policyOf(docsOf(dist))).toEqual([]);
+      expect(chartFile(dist, "values.yaml")).toMatch(/namespaceKeysPolicy:\n\s+enabled: false/);
+      // Still shipped on its own, for an admin who applies it later.
+      expect(
+        parseAllDocuments(
+          readFileSync(join(dist, "admission-guard-namespace-keys-vap.yaml"), "utf8"),
+        ),
+      ).toHaveLength(2);
+      await runGuards(dist, {
+        ADMISSION_GUARD_NAMESPACE_KEYS_POLICY_ADMIN_GROUPS: "system:masters,platform-admins",
+        ADMISSION_GUARD_NAMESPACE_KEYS_POLICY_ADMIN_USERS: "alice@example.com",
+      });
+      const [policy, ...rest] = policyOf(docsOf(dist));
+      expect(rest).toHaveLength(1); // its binding, once however often the overlay runs
+      expect((policy.spec as Policy).matchConditions[0].expression).toContain(
+        'username in ["alice@example.com"]',
+      );
+      expect((policy.spec as Policy).matchConditions[0].expression).toContain(
+        'g in ["system:masters","platform-admins"]',
+      );
+      expect(chartFile(dist, "values.yaml")).toMatch(
+        /namespaceKeysPolicy:\n\s+enabled: true\n\s+adminGroups:\n\s+- system:masters\n\s+- platform-admins\n\s+adminUsers:\n\s+- alice@example.com\n/,
+      );
+      // A name that would break out of the CEL string stops the build.
+      await expect(
+        runGuards(dist, {
+          ADMISSION_GUARD_NAMESPACE_KEYS_POLICY_ADMIN_GROUPS: 'x"] || true || ["',
+        }),
+      ).rejects.toMatchObject({
+        stderr: expect.stringMatching(/namespaceKeysPolicy\.adminGroups/),
+      });
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
+  });
+
+  it("the install writes no namespace key after it is applied: the controller may not write namespaces", () => {
+    // Its only namespace labels are the Exemptions namespace's, applied by whoever installs (an
+    // admin). The controller's own ServiceAccount reads namespaces and never writes them.
+    const { objects } = loadModuleRbac();
+    const namespaceVerbs = objects
+      .filter(o => /Role$/.test(String(o.kind)))
+      .flatMap(
+        o => (o.rules ?? []) as { apiGroups?: string[]; resources?: string[]; verbs?: string[] }[],
+      )
+      .filter(
+        r =>
+          r.apiGroups?.includes("") &&
+          (r.resources?.includes("namespaces") || r.resources?.includes("*")),
+      )
+      .flatMap(r => r.verbs ?? []);
+    expect(namespaceVerbs.length).toBeGreaterThan(0);
+    expect(namespaceVerbs.filter(v => !["get", "list", "watch"].includes(v))).toEqual([]);
+    const labelled = docsOf(join(REPO_ROOT, "dist"))
+      .filter(d => d.kind === "Namespace")
+      .filter(d =>
+        Object.keys({
+          ...d.metadata?.labels,
+          ...(d.metadata as { annotations?: object })?.annotations,
+        }).some(k => k.startsWith("admission-guard.dev/")),
+      )
+      .map(d => d.metadata?.name);
+    expect(labelled).toEqual(["admission-guard-exemptions"]);
   });
 
   it("settings ignoredNamespaces join the system ones in every webhook's namespaceSelector and the chart's values; once however often it runs", async () => {

@@ -8,13 +8,18 @@ import { review, type Review } from "../../lib/engine";
 import type { KubeObject } from "../../lib/objects/pod";
 import { RBAC_KINDS } from "../../lib/objects/rbac";
 import { answerSubjectAccessReview } from "../support/authorization";
-import { defaultSettings } from "../../lib/settings";
+import { parseSettings } from "../../lib/settings";
 import { formatViolation } from "../../lib/objects/verdict";
 import { admit, type AdmitResult } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { RESOURCE_TYPES, startStandIn, type StandInApi } from "../support/stand-in-api";
 
 const SECRET = "llama-index-config";
+/** An admin allowed the namespace annotation to name "trainer" (issue 40: no other name counts). */
+const SETTINGS_ENV = { ADMISSION_GUARD_SERVICE_ACCOUNT_ALLOWED_NAMES: "trainer" };
+const SETTINGS = parseSettings({ serviceAccount: { allowedNames: ["trainer"] } });
+/** Names a tenant's annotation may try: another controller's account, default, too long, invalid. */
+const HOSTILE_NAMES = ["argocd-application-controller", "default", "a".repeat(254), "Evil_SA"];
 /** A namespace that existed long before the controller started (no ServiceAccount made for it). */
 const namespace = (name: string, labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
@@ -97,13 +102,31 @@ const snapshot = () =>
     ),
   );
 
+/**
+ * A namespace created now with this service-account annotation, and the account `expected` of it
+ * once the controller has made it (undefined if it never does, within 5 s).
+ */
+async function newNamespaceAccount(name: string, annotated: string, expected: string) {
+  api.put({
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name, annotations: { "admission-guard.dev/service-account": annotated } },
+  });
+  let sa: KubeObject | undefined;
+  for (let i = 0; i < 100 && !sa; i++) {
+    await new Promise(r => setTimeout(r, 50));
+    sa = api.get("ServiceAccount", expected, name);
+  }
+  return sa;
+}
+
 /** Sends the object through both webhooks, and reviews it offline against the state before. */
 async function both(manifest: KubeObject): Promise<{ live: AdmitResult; offline: Review }> {
   const before = snapshot();
   const live = await admit(controller, manifest);
   // The offline review gets exactly what the webhook got: the object as the API server defaulted it.
   const offline = await review(policies, live.request.object as KubeObject, {
-    settings: defaultSettings(),
+    settings: SETTINGS,
     cluster: before,
   });
   return { live, offline };
@@ -131,6 +154,13 @@ beforeAll(async () => {
       namespace("gpt4-canary"),
       namespace("gpt4-strict", { "admission-guard.dev/require-component": "gpt4" }),
       ...secretReaderFor("llama-index-granted", "workload"),
+      ...HOSTILE_NAMES.map((name, i) => ({
+        ...namespace(`hostile-sa-${i}`),
+        metadata: {
+          ...namespace(`hostile-sa-${i}`).metadata,
+          annotations: { "admission-guard.dev/service-account": name },
+        },
+      })),
     ],
     // The stand-in answers SubjectAccessReviews as RBAC would, from the objects it stores.
     accessReview: (body, standIn) =>
@@ -139,7 +169,7 @@ beforeAll(async () => {
         body,
       ).status,
   });
-  controller = await startController({ api });
+  controller = await startController({ api, env: SETTINGS_ENV });
   // Rules read namespaces from the controller's watch cache: wait until it is watching.
   for (let i = 0; i < 100 && api.watching("Namespace") === 0; i++)
     await new Promise(r => setTimeout(r, 100));
@@ -196,21 +226,59 @@ describe("identity e2e: service-account", () => {
   });
 });
 
+describe("identity e2e: issue 40, a tenant's service-account annotation creates no account of its choosing", () => {
+  /** The ServiceAccounts the controller asked the stand-in to apply in a namespace. */
+  const appliedIn = (ns: string) =>
+    api.requests
+      .filter(
+        r => r.method === "PATCH" && r.path.startsWith(`/api/v1/namespaces/${ns}/serviceaccounts/`),
+      )
+      .map(r => decodeURIComponent(r.path.split("/")[6].split("?")[0]));
+
+  it.each(
+    HOSTILE_NAMES.map(
+      (name, i) => [name.length > 40 ? `${name.length} characters` : name, i] as const,
+    ),
+  )(
+    "annotation %s: the pod goes to the setting's account, only it is applied, and a warning says why",
+    async (_, i) => {
+      const ns = `hostile-sa-${i}`;
+      const result = await both(seed000Pod(ns));
+      const { live } = result;
+      expect(live.allowed).toBe(true);
+      expect((live.patched.spec as { serviceAccountName: string }).serviceAccountName).toBe(
+        "workload",
+      );
+      expect(appliedIn(ns)).toEqual(["workload"]);
+      expect(
+        api
+          .list("ServiceAccount")
+          .filter(sa => sa.metadata?.namespace === ns)
+          .map(sa => sa.metadata?.name),
+      ).toEqual(["workload"]);
+      const warning = live.warnings.find(w => w.includes("admission-guard.dev/service-account="))!;
+      expect(warning).toMatch(
+        /(not a valid ServiceAccount name|an admin did not allow \(serviceAccount\.allowedNames\)); using "workload"/,
+      );
+      expect(Buffer.byteLength(warning)).toBeLessThan(700);
+      expectParity(result);
+    },
+  );
+
+  it("a new namespace annotated with another controller's account gets the setting's account, not that one", async () => {
+    const sa = await newNamespaceAccount(
+      "fresh-hostile",
+      "argocd-application-controller",
+      "workload",
+    );
+    expect(sa?.metadata?.name).toBe("workload");
+    expect(appliedIn("fresh-hostile")).toEqual(["workload"]);
+  });
+});
+
 describe("identity e2e: a new namespace", () => {
   it("gets its dedicated ServiceAccount as soon as the controller sees it", async () => {
-    api.put({
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: {
-        name: "fresh",
-        annotations: { "admission-guard.dev/service-account": "trainer" },
-      },
-    });
-    let sa: KubeObject | undefined;
-    for (let i = 0; i < 100 && !sa; i++) {
-      await new Promise(r => setTimeout(r, 50));
-      sa = api.get("ServiceAccount", "trainer", "fresh");
-    }
+    const sa = await newNamespaceAccount("fresh", "trainer", "trainer");
     expect(sa?.metadata?.labels).toEqual({ "app.kubernetes.io/managed-by": "admission-guard" });
     // Namespaces that existed before start-up were left to their first pod.
     expect(api.get("ServiceAccount", "workload", "gpt4-strict")).toBeUndefined();

@@ -191,14 +191,11 @@ describe("RBAC e2e: the controller under exactly the generated rules", () => {
     api.put({
       apiVersion: "v1",
       kind: "Namespace",
-      metadata: {
-        name: "fresh",
-        annotations: { "admission-guard.dev/service-account": "trainer" },
-      },
+      metadata: { name: "fresh" },
     });
     const sa = await eventually(() => {
-      const found = api.get("ServiceAccount", "trainer", "fresh");
-      if (!found) throw new Error("no ServiceAccount fresh/trainer yet");
+      const found = api.get("ServiceAccount", "workload", "fresh");
+      if (!found) throw new Error("no ServiceAccount fresh/workload yet");
       return found;
     });
     expect(sa.metadata?.labels).toEqual({ "app.kubernetes.io/managed-by": "admission-guard" });

@@ -34,7 +34,8 @@ const INSTALLED_KINDS = [
   "ClusterRoleBinding",
   "Role",
   "RoleBinding",
-  // What the module's own ServiceAccount may change in its webhook configurations (only arming).
+  // What the module's own ServiceAccount may change in its webhook configurations (only arming),
+  // and who may set admission-guard.dev/* namespace keys (system:masters, as the admin here).
   "ValidatingAdmissionPolicy",
   "ValidatingAdmissionPolicyBinding",
 ];

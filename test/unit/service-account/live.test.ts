@@ -47,9 +47,10 @@ import {
 import { describeError } from "../../../lib/cluster/api-calls";
 import { BACKGROUND_CONCURRENCY, LiveCluster } from "../../../lib/cluster/live";
 import { CREATED_GRACE_MS } from "../../../lib/cluster/service-accounts";
-import { defaultSettings } from "../../../lib/settings";
+import { parseSettings } from "../../../lib/settings";
 
-const settings = defaultSettings();
+// The annotation below names "trainer", which an admin allowed.
+const settings = parseSettings({ serviceAccount: { allowedNames: ["trainer"] } });
 const live = () =>
   new LiveCluster(undefined, {
     serviceAccountFor: ns => serviceAccountForNewNamespace(ns, settings),

@@ -122,9 +122,9 @@ describe("service-account: move pods off default", () => {
     expect("serviceAccount" in spec).toBe(false);
   });
 
-  it("the namespace annotation names the ServiceAccount; an invalid one falls back with a warning", async () => {
+  it("the namespace annotation names the ServiceAccount an admin allowed; an invalid one falls back with a warning", async () => {
     const named = await review(policies, seedPod(), {
-      settings: settings(),
+      settings: settings({ allowedNames: ["llamaindex-*"] }),
       cluster: new SnapshotCluster([
         namespace({ "admission-guard.dev/service-account": "llamaindex-trainer" }),
       ]),
@@ -493,9 +493,10 @@ describe("service-account: secret access", () => {
 
 describe("service-account: helpers", () => {
   it("dedicatedServiceAccount: annotation, else the setting", () => {
-    expect(dedicatedServiceAccount(undefined, "workload")).toEqual({ name: "workload" });
+    const allowing = { name: "w", allowedNames: ["trainer"] };
+    expect(dedicatedServiceAccount(undefined, allowing)).toEqual({ name: "w" });
     expect(
-      dedicatedServiceAccount({ "admission-guard.dev/service-account": " trainer " }, "w"),
+      dedicatedServiceAccount({ "admission-guard.dev/service-account": " trainer " }, allowing),
     ).toEqual({
       name: "trainer",
     });
@@ -588,13 +589,20 @@ describe("service-account: which ServiceAccount a pod runs as, and which one it 
 
   it("the namespace annotation counts only as a DNS subdomain of at most 253 characters", () => {
     const annotated = (name: string) =>
-      dedicatedServiceAccount({ "admission-guard.dev/service-account": name }, "workload");
+      dedicatedServiceAccount(
+        { "admission-guard.dev/service-account": name },
+        { name: "workload", allowedNames: ["a*", "team.*"] },
+      );
     expect(annotated("a")).toEqual({ name: "a" });
     expect(annotated("team.trainer-1")).toEqual({ name: "team.trainer-1" });
     const longest = "a".repeat(253);
     expect(annotated(longest)).toEqual({ name: longest });
     for (const invalid of ["a".repeat(254), "-trainer", "trainer-", "Trainer"])
-      expect(annotated(invalid)).toEqual({ name: "workload", invalidAnnotation: invalid });
+      expect(annotated(invalid)).toEqual({
+        name: "workload",
+        invalidAnnotation: invalid.length > 200 ? expect.stringMatching(/…$/) : invalid,
+        refused: "invalid",
+      });
   });
 
   it("a dedicated name of default moves nothing and keeps the token", async () => {
@@ -921,11 +929,14 @@ describe("service-account: the capability switched off, or no pod to judge", () 
     expect(
       serviceAccountForNewNamespace(
         ns({ "admission-guard.dev/service-account": "default" }),
-        settings(),
+        settings({ allowedNames: ["default"] }),
       ),
     ).toBeUndefined();
     expect(
-      serviceAccountForNewNamespace(ns({ "admission-guard.dev/service-account": "t" }), settings()),
+      serviceAccountForNewNamespace(
+        ns({ "admission-guard.dev/service-account": "t" }),
+        settings({ allowedNames: ["t"] }),
+      ),
     ).toBe("t");
   });
 });
@@ -1039,5 +1050,72 @@ describe("service-account: secret references and the access finding", () => {
     expect(grantCommands("ns", sa, ["a"])).toBe(
       `kubectl create role ${role} --verb=get --resource=secrets --resource-name=a -n ns && kubectl create rolebinding ${role} --role=${role} --serviceaccount=ns:${sa} -n ns`,
     );
+  });
+});
+
+describe("service-account: issue 40, the namespace annotation cannot choose an account an admin did not allow", () => {
+  const annotated = (value: string) => ({ "admission-guard.dev/service-account": value });
+  const reviewIn = async (value: string, serviceAccount: SettingsInput["serviceAccount"] = {}) => {
+    const cluster = new FakeLive({ state: "created" }, [namespace(annotated(value))]);
+    const r = await review(policies, seedPod(), {
+      settings: settings({ secretAccess: "off", ...serviceAccount }),
+      cluster,
+    });
+    // The mutating and the validating step each make sure of the account: once each.
+    const ensured = [...new Set(cluster.ensured)];
+    return { r, cluster: { ensured }, moved: podTemplateOf(r.object)!.spec.serviceAccountName };
+  };
+
+  it("another controller's account, default, or a name not listed: pods go to the setting's account, only it is created, a warning says why", async () => {
+    for (const value of ["argocd-application-controller", "default", "kube-proxy", "workload2"]) {
+      const { r, cluster, moved } = await reviewIn(value);
+      expect([value, moved]).toEqual([value, "workload"]);
+      expect(cluster.ensured).toEqual([`${NS}/workload`]);
+      expect(r.warnings).toContainEqual(
+        `admission-guard/service-account: namespace ${NS} has admission-guard.dev/service-account="${value}", a ServiceAccount an admin did not allow (serviceAccount.allowedNames); using "workload". Fix: an admin adds the name to serviceAccount.allowedNames, or removes the annotation: kubectl annotate namespace ${NS} admission-guard.dev/service-account-`,
+      );
+      expect(
+        serviceAccountForNewNamespace(
+          { name: NS, labels: {}, annotations: annotated(value) },
+          settings(),
+        ),
+      ).toBe("workload");
+    }
+  });
+
+  it("names over 253 characters and invalid DNS-1123 names are never created; what the warning echoes is bounded", async () => {
+    const huge = "a".repeat(256 * 1024);
+    for (const value of ["a".repeat(254), huge, "Trainer", "evil_sa", "../default", "a..b/c"]) {
+      const { r, cluster, moved } = await reviewIn(value, { allowedNames: ["a*", "e*", "t*"] });
+      expect(moved).toBe("workload");
+      expect(cluster.ensured).toEqual([`${NS}/workload`]);
+      const warning = r.warnings.find(w => w.includes("not a valid ServiceAccount name"))!;
+      expect(Buffer.byteLength(warning)).toBeLessThan(700);
+    }
+  });
+
+  it("an admin's allowedNames: an exact name or a prefix; a pattern never matches default, only an exact entry does (then nothing moves)", async () => {
+    const allowed = { allowedNames: ["trainer", "team-*"] };
+    expect((await reviewIn("trainer", allowed)).moved).toBe("trainer");
+    const team = await reviewIn("team-vision", allowed);
+    expect([team.moved, team.cluster.ensured]).toEqual(["team-vision", [`${NS}/team-vision`]]);
+    expect((await reviewIn("trainer-2", allowed)).moved).toBe("workload");
+    // "d*" would match default: it does not.
+    expect((await reviewIn("default", { allowedNames: ["d*"] })).moved).toBe("workload");
+    const optOut = await reviewIn("default", { allowedNames: ["default"] });
+    expect([optOut.moved, optOut.cluster.ensured, optOut.r.changes]).toEqual(["default", [], []]);
+    // The setting's own name is always allowed.
+    expect((await reviewIn("workload")).moved).toBe("workload");
+  });
+
+  it("allowedNames entries are checked when the settings are read", () => {
+    expect(() => settings({ allowedNames: ["Team-*"] })).toThrow(
+      /serviceAccount\.allowedNames\[0\]/,
+    );
+    expect(() => settings({ allowedNames: ["*"] })).toThrow(/allowedNames/);
+    expect(settings({ allowedNames: ["team-*", "a.b"] }).serviceAccount.allowedNames).toEqual([
+      "team-*",
+      "a.b",
+    ]);
   });
 });
