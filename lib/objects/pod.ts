@@ -234,6 +234,20 @@ export function workloadSpecChanged(workload: KubeObject, old: KubeObject): bool
   return canonicalJson(workload.spec ?? null) !== canonicalJson(old.spec ?? null);
 }
 
+/**
+ * Whether an UPDATE changes more than metadata and status (a ConfigMap's data, a Secret's, a
+ * spec): what an object being deleted may not change unjudged.
+ */
+export function contentChanged(obj: KubeObject, old: KubeObject): boolean {
+  const content = (o: KubeObject) =>
+    canonicalJson(
+      Object.fromEntries(
+        Object.entries(o).filter(([k]) => !["metadata", "status", "apiVersion"].includes(k)),
+      ),
+    );
+  return content(obj) !== content(old);
+}
+
 /** An object the API server is deleting (its finalizers are being removed). */
 export const isBeingDeleted = (obj: KubeObject): boolean =>
   Boolean((obj.metadata as { deletionTimestamp?: unknown } | undefined)?.deletionTimestamp);

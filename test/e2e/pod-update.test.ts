@@ -181,3 +181,65 @@ describe("updates that change no container", () => {
     expect(bumped.warnings).toEqual([]);
   });
 });
+
+describe("an object being deleted (a finalizer holds it): its deletionTimestamp is no pass", () => {
+  /** What the API server stores once `kubectl delete` meets a finalizer. */
+  const held = <T extends KubeObject>(obj: T, finalizers = ["example.com/hold"]): T => ({
+    ...structuredClone(obj),
+    metadata: {
+      ...structuredClone(obj.metadata),
+      finalizers,
+      deletionTimestamp: "2026-12-01T00:00:00Z" as unknown as Date,
+    },
+  });
+
+  it("kubectl set image on a deleted pod: judged as on any pod, denied", async () => {
+    const r = await update(
+      held(setImage("evil.example.com/miner:latest")),
+      undefined,
+      held(stored),
+    );
+    expect(r.allowed).toBe(false);
+    expect(r.message).toMatch(
+      /^admission-guard\/image-registry: container "web" image "evil\.example\.com\/miner:latest"/,
+    );
+  });
+
+  it("its finalizer removed: admitted", async () => {
+    const r = await update(held(stored, []), undefined, held(stored));
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toEqual([]);
+  });
+
+  const deployment = (image: string): KubeObject => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: NS, uid: "d-web", generation: 1 },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: "web" } },
+      template: {
+        metadata: { labels: { app: "web", "app.kubernetes.io/component": "web" } },
+        spec: { containers: [{ name: "web", image }] },
+      },
+    },
+  });
+
+  it("a deleted Deployment's template moved to a registry that is not allowed: denied", async () => {
+    const r = await update(
+      held(deployment("evil.example.com/miner:latest")),
+      undefined,
+      held(deployment("ghcr.io/org/web:1.0")),
+    );
+    expect(r.allowed).toBe(false);
+    expect(r.message).toMatch(
+      /^admission-guard\/image-registry: container "web" image "evil\.example\.com\/miner:latest"/,
+    );
+  });
+
+  it("a deleted Deployment's finalizer removed (its template broke a rule all along): admitted", async () => {
+    const evil = deployment("evil.example.com/miner:latest");
+    const r = await update(held(evil, []), undefined, held(evil));
+    expect(r.allowed).toBe(true);
+  });
+});
