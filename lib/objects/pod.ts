@@ -213,6 +213,20 @@ export function containersChanged(pod: KubeObject, old: KubeObject): boolean {
   return CONTAINER_LISTS.some(list => JSON.stringify(now[list]) !== JSON.stringify(before[list]));
 }
 
+/**
+ * Whether a Pod UPDATE changes what its containers (or the pod, `spec.resources`) ask: an
+ * in-place resize (`pods/resize`), the only way a pod's resources change after its creation.
+ */
+export function resourcesChanged(pod: KubeObject, old: KubeObject): boolean {
+  const asked = (obj: KubeObject) => {
+    const spec = isRecord(obj.spec) ? obj.spec : {};
+    const of = (list: unknown) =>
+      Array.isArray(list) ? list.map(c => (isRecord(c) ? (c.resources ?? null) : null)) : [];
+    return canonicalJson([of(spec.initContainers), of(spec.containers), spec.resources ?? null]);
+  };
+  return asked(pod) !== asked(old);
+}
+
 /** JSON with sorted keys: the same object whatever order its keys came in. */
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
