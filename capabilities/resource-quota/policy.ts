@@ -9,7 +9,13 @@
 // settings.resourceQuota.onUnavailable is "deny". See docs/resource-quota.md.
 import { kindsInForce } from "../../lib/workload-kinds/in-force";
 import type { V1PodSpec } from "@kubernetes/client-node";
-import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/objects/pod";
+import {
+  describeObject,
+  isPod,
+  resourcesChanged,
+  type KubeObject,
+  type PodTemplateRef,
+} from "../../lib/objects/pod";
 import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
@@ -346,9 +352,12 @@ export const resourceQuotaPolicy: Policy = {
     "Denies early, with the numbers, pods and workloads that exceed the namespace quota or fit no node",
   check(object, target, ctx) {
     if (!target) return noFindings();
-    // A Pod's resources and count are fixed at creation (resizing a running pod is the kubelet's
-    // business): an update of one adds nothing to a quota. A workload's update: what it adds.
-    if (isPod(object) && ctx.stored) return noFindings();
+    // A Pod's count is fixed at creation and its resources change only by an in-place resize
+    // (pods/resize): judged on what it adds to the quota, and against its own node's allocatable
+    // (the kubelet never grants more: the resize stays Infeasible). Any other Pod update adds
+    // nothing. A workload's update: what it adds. Why: docs/adr/0029-pod-resize-is-judged.md
+    if (isPod(object) && ctx.stored && !resourcesChanged(object, ctx.stored.object))
+      return noFindings();
     if (target.role) return checkRole(object, target, ctx);
     return withGangCapacity(checkResources(object, target.template, ctx), object, target, ctx);
   },

@@ -299,7 +299,11 @@ function exceededViolation(
   const lines = shortfalls.map(s => {
     const need = formatQuantity(s.need, s.perPod.format);
     let asks: string;
-    if (demand.isPod) asks = `pod asks ${need}`;
+    if (demand.isPod)
+      // A Pod's only update that asks more is an in-place resize: what it adds.
+      asks = demand.old
+        ? `the resize adds ${need} (the pod asked ${show(demand.old.usage.get(s.resource))})`
+        : `pod asks ${need}`;
     else if (demand.old)
       asks = `the update adds ${need} (${count.pods} ${count.noun} × ${show(s.perPod)}, was ${demand.old.pods} × ${show(demand.old.usage.get(s.resource))})`;
     else

@@ -30,6 +30,23 @@ const MAX_PLACES = 3;
 const MORE_PLACES = "…";
 
 /**
+ * The other volume sources of core/v1 that name a Secret of the pod's namespace, which the kubelet
+ * reads for the pod: [source, reference field or none, name field]. PersistentVolumeClaims (and
+ * `ephemeral` claim templates) name none: the secrets of a PersistentVolume are the admin's.
+ */
+const VOLUME_SECRET_REFS: readonly (readonly [string, string | undefined, string])[] = [
+  ["azureFile", undefined, "secretName"],
+  ["cephfs", "secretRef", "name"],
+  ["cinder", "secretRef", "name"],
+  ["csi", "nodePublishSecretRef", "name"],
+  ["flexVolume", "secretRef", "name"],
+  ["iscsi", "secretRef", "name"],
+  ["rbd", "secretRef", "name"],
+  ["scaleIO", "secretRef", "name"],
+  ["storageos", "secretRef", "name"],
+];
+
+/**
  * Every secret a pod spec references → where (for messages, at most MAX_PLACES places, then
  * MORE_PLACES), in first-seen order.
  */
@@ -65,6 +82,13 @@ export function secretReferences(template: PodTemplateRef): Map<string, string[]
       if (!isRecord(v)) continue;
       const volume = `volume "${typeof v.name === "string" ? v.name : "?"}"`;
       add(nameIn(v.secret, "secretName"), volume);
+      for (const [source, ref, field] of VOLUME_SECRET_REFS) {
+        const from = v[source];
+        add(
+          nameIn(ref ? (isRecord(from) ? from[ref] : undefined) : from, field),
+          `${volume} (${source}.${ref ? `${ref}.` : ""}${field})`,
+        );
+      }
       const sources = isRecord(v.projected) ? v.projected.sources : undefined;
       if (Array.isArray(sources))
         for (const s of sources)

@@ -165,7 +165,7 @@ export interface WebhookRule {
 /**
  * The rules of the module's mutating or validating webhook: one per declared kind, each as Pepr
  * 1.1.4 writes one for a binding of that kind (its plural, else the kind in lower case + "s";
- * Pods with their ephemeral containers), in the routes' order, each once. The build overlay puts
+ * Pods with their subresources, podResources), in the routes' order, each once. The build overlay puts
  * them in place of the group-wide rules Pepr writes for bindingsOf's group bindings, so the API
  * server sends exactly the declared kinds.
  */
@@ -179,12 +179,26 @@ export function webhookRules(routes: readonly Route[], step: Route["step"]): Web
           apiGroups: [kind.group],
           apiVersions: [kind.version || "*"],
           operations: [...route.operations],
-          resources: resource === "pods" ? [resource, "pods/ephemeralcontainers"] : [resource],
+          resources: resource === "pods" ? podResources(route.operations) : [resource],
         };
         const key = JSON.stringify(rule);
         if (!rules.has(key)) rules.set(key, rule);
       }
   return [...rules.values()];
+}
+
+/**
+ * Pods and the subresources whose requests carry the whole Pod: ephemeral containers (kubectl
+ * debug) and, for UPDATE, in-place resize (`pods/resize`, Kubernetes 1.33+), which changes the
+ * containers' resources. A resize is never a CREATE, so the mutating rule (CREATE) leaves it out:
+ * nothing a fix does reaches a resize.
+ */
+function podResources(operations: readonly Operation[]): string[] {
+  return [
+    "pods",
+    "pods/ephemeralcontainers",
+    ...(operations.includes("UPDATE") ? ["pods/resize"] : []),
+  ];
 }
 
 /** Whether a route's binding receives this object on this operation. */

@@ -7,6 +7,7 @@ import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import type { RuntimeSource } from "../objects/serving-runtimes";
 import {
   containersChanged,
+  contentChanged,
   isBeingDeleted,
   isPod,
   isWorkload,
@@ -101,9 +102,11 @@ export function madeByController(
  *   they are created. Judging it again would stall a rollout in a namespace whose quota is full
  *   (the new ReplicaSet counted whole, where the rollout adds only its surge) or after a rule
  *   changed.
- * - An object being deleted is never refused (its finalizers are being removed).
  * - A workload UPDATE that leaves its spec alone (labels, annotations, finalizers, status) makes
- *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges.
+ *   no pod; a Pod UPDATE that leaves its containers alone changes nothing a rule judges. So an
+ *   object being deleted has its finalizers removed unjudged, but a spec it changes meanwhile is
+ *   judged as any other's: a deletionTimestamp is no pass (a finalizer holds the object).
+ * - Any other object being deleted is judged only when more than its metadata changes.
  */
 export function needsJudging(
   obj: KubeObject,
@@ -115,8 +118,8 @@ export function needsJudging(
     return false;
   const old = ctx.stored?.object;
   if (!old) return true;
-  if (isBeingDeleted(obj)) return false;
   if (isPod(obj)) return containersChanged(obj, old);
   if (isWorkload(obj, kinds)) return workloadSpecChanged(obj, old);
+  if (isBeingDeleted(obj)) return contentChanged(obj, old);
   return true;
 }

@@ -213,6 +213,20 @@ export function containersChanged(pod: KubeObject, old: KubeObject): boolean {
   return CONTAINER_LISTS.some(list => JSON.stringify(now[list]) !== JSON.stringify(before[list]));
 }
 
+/**
+ * Whether a Pod UPDATE changes what its containers (or the pod, `spec.resources`) ask: an
+ * in-place resize (`pods/resize`), the only way a pod's resources change after its creation.
+ */
+export function resourcesChanged(pod: KubeObject, old: KubeObject): boolean {
+  const asked = (obj: KubeObject) => {
+    const spec = isRecord(obj.spec) ? obj.spec : {};
+    const of = (list: unknown) =>
+      Array.isArray(list) ? list.map(c => (isRecord(c) ? (c.resources ?? null) : null)) : [];
+    return canonicalJson([of(spec.initContainers), of(spec.containers), spec.resources ?? null]);
+  };
+  return asked(pod) !== asked(old);
+}
+
 /** JSON with sorted keys: the same object whatever order its keys came in. */
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
@@ -232,6 +246,20 @@ function canonicalJson(value: unknown): string {
  */
 export function workloadSpecChanged(workload: KubeObject, old: KubeObject): boolean {
   return canonicalJson(workload.spec ?? null) !== canonicalJson(old.spec ?? null);
+}
+
+/**
+ * Whether an UPDATE changes more than metadata and status (a ConfigMap's data, a Secret's, a
+ * spec): what an object being deleted may not change unjudged.
+ */
+export function contentChanged(obj: KubeObject, old: KubeObject): boolean {
+  const content = (o: KubeObject) =>
+    canonicalJson(
+      Object.fromEntries(
+        Object.entries(o).filter(([k]) => !["metadata", "status", "apiVersion"].includes(k)),
+      ),
+    );
+  return content(obj) !== content(old);
 }
 
 /** An object the API server is deleting (its finalizers are being removed). */

@@ -199,19 +199,25 @@ function mergePodSpec(runtime: Record<string, unknown>, own: Record<string, unkn
 }
 
 /**
- * What filling the placeholders may add to a runtime container, in characters. A runtime (a
- * namespace admin's) may hold thousands of {{.Annotations.x}} and the InferenceService 256 KiB of
- * annotations: filled without a cap, gigabytes. Past it the rest stay as written.
+ * What filling the placeholders may add to one InferenceService's pods, in characters, over all
+ * its components and containers. A runtime (a namespace admin's) may hold thousands of
+ * {{.Annotations.x}} and the InferenceService 256 KiB of annotations: filled without a cap,
+ * gigabytes. Past it the rest stay as written.
  */
 export const MAX_PLACEHOLDER_CHARS = 1024 * 1024;
+
+/** What is left of MAX_PLACEHOLDER_CHARS for one InferenceService build, shared by its containers. */
+interface PlaceholderBudget {
+  left: number;
+}
 
 /** KServe's placeholders in a runtime container ({{.Name}}, {{.Namespace}}, labels and annotations). */
 function withPlaceholders(
   container: Record<string, unknown>,
   meta: V1ObjectMeta,
   namespace: string,
+  budget: PlaceholderBudget,
 ) {
-  let added = 0;
   const text = JSON.stringify(container).replace(
     /\{\{\s*\.(Name|Namespace|Labels\.([\w-]+)|Annotations\.([\w-]+))\s*\}\}/g,
     (all, what: string, label?: string, annotation?: string) => {
@@ -227,7 +233,8 @@ function withPlaceholders(
                 : undefined;
       if (typeof value !== "string") return all;
       const filled = JSON.stringify(value).slice(1, -1);
-      if ((added += filled.length) > MAX_PLACEHOLDER_CHARS) return all;
+      if (filled.length > budget.left) return all;
+      budget.left -= filled.length;
       return filled;
     },
   );
@@ -327,6 +334,7 @@ function buildComponent(
   component: Record<string, unknown>,
   cluster: RuntimeSource | undefined,
   namespace: string,
+  budget: PlaceholderBudget,
 ): Built {
   const at = `spec.${name}`;
   const meta = (isRecord(obj.metadata) ? obj.metadata : {}) as V1ObjectMeta;
@@ -391,7 +399,7 @@ function buildComponent(
     containers.push(c);
   };
   let main = mergeContainer(
-    withPlaceholders(rtContainers[modelIndex], meta, namespace),
+    withPlaceholders(rtContainers[modelIndex], meta, namespace, budget),
     picked(model.spec, CONTAINER_FIELDS),
   );
   main = {
@@ -406,10 +414,14 @@ function buildComponent(
   const ownT = ownContainers.findIndex(c => c.name === TRANSFORMER_CONTAINER);
   if (rtT >= 0 && ownT >= 0)
     place(
-      mergeContainer(withPlaceholders(rtContainers[rtT], meta, namespace), ownContainers[ownT]),
+      mergeContainer(
+        withPlaceholders(rtContainers[rtT], meta, namespace, budget),
+        ownContainers[ownT],
+      ),
       `${at}.containers[${ownT}]`,
     );
-  else if (rtT >= 0) place(withPlaceholders(rtContainers[rtT], meta, namespace), rtWhere(rtT));
+  else if (rtT >= 0)
+    place(withPlaceholders(rtContainers[rtT], meta, namespace, budget), rtWhere(rtT));
   else if (ownT >= 0) place(ownContainers[ownT], `${at}.containers[${ownT}]`);
   rtContainers.forEach((c, i) => {
     if (c.name !== MODEL_CONTAINER && c.name !== TRANSFORMER_CONTAINER) place(json(c), rtWhere(i));
@@ -455,11 +467,13 @@ export function inferenceServiceRoles(
   if (!spec) return [];
   const ns = (typeof obj.metadata?.namespace === "string" && obj.metadata.namespace) || namespace;
   const roles: PodRole[] = [];
+  // One cap per InferenceService, not per container: a runtime's containers would each add it.
+  const budget: PlaceholderBudget = { left: MAX_PLACEHOLDER_CHARS };
   for (const name of COMPONENTS) {
     const component = spec[name];
     if (!isRecord(component)) continue;
     const at = `spec.${name}`;
-    const built = buildComponent(obj, name, component, cluster, ns);
+    const built = buildComponent(obj, name, component, cluster, ns, budget);
     roles.push({
       name,
       template: {

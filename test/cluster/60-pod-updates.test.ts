@@ -23,7 +23,7 @@ beforeAll(async () => {
   }, 20_000);
 }, 60_000);
 
-test("the generated validating webhook receives pod updates and ephemeral containers", async () => {
+test("the generated validating webhook receives pod updates, ephemeral containers and resizes", async () => {
   const config = guard.module!.manifest.webhookConfigurations.find(
     c => c.kind === "ValidatingWebhookConfiguration",
   )!;
@@ -32,7 +32,8 @@ test("the generated validating webhook receives pod updates and ephemeral contai
   expect(rules).toContainEqual(
     expect.objectContaining({
       operations: ["CREATE", "UPDATE"],
-      resources: ["pods", "pods/ephemeralcontainers"],
+      // pods/resize: in-place resize, Kubernetes 1.33+; an API server before it takes the rule.
+      resources: ["pods", "pods/ephemeralcontainers", "pods/resize"],
     }),
   );
 });

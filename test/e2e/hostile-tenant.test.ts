@@ -180,6 +180,37 @@ describe("fan-out: one pod, a bounded number of SubjectAccessReviews", () => {
     );
   }, 30_000);
 
+  it("secrets a CSI or rbd volume names are reviewed as a secret volume's, controller and check alike", async () => {
+    const mounted = pod(
+      {
+        volumes: [
+          {
+            name: "store",
+            csi: { driver: "secrets-store.csi.k8s.io", nodePublishSecretRef: { name: "vault" } },
+          },
+          {
+            name: "block",
+            rbd: { monitors: ["10.0.0.1:6789"], image: "i", secretRef: { name: "ceph-admin" } },
+          },
+        ],
+      },
+      "csi-pod",
+    );
+    let report!: Awaited<ReturnType<typeof checkParity>>;
+    const reviews = await reviewsDuring(async () => {
+      report = await checkParity(env.controller, mounted, {
+        objects: env.api.objects(),
+        settings: SETTINGS,
+      });
+    });
+    expect(report.differences).toEqual([]);
+    expect(reviews).toBeGreaterThan(0);
+    // The stand-in answers every SubjectAccessReview "not allowed" by default.
+    expect(report.e2e.warnings.join("\n")).toContain(
+      'ServiceAccount tenant/workload of Pod tenant/csi-pod may not get secrets "vault" (volume "store" (csi.nodePublishSecretRef.name)), "ceph-admin" (volume "block" (rbd.secretRef.name))',
+    );
+  }, 30_000);
+
   it("check asks the snapshot about at most 32 secrets and says the same, quickly", async () => {
     const dir = tempTree({
       "settings.json": JSON.stringify(SETTINGS),

@@ -6,11 +6,19 @@ import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { useEnvironment } from "../support/environment";
 import { checkParity, settingsEnv } from "../support/parity";
+import { node, resourceQuota } from "../unit/resource-quota/support";
 
 const NS = "web-team";
 const SETTINGS = { registries: { allowed: ["ghcr.io", "docker.io/library"] } };
+const RESIZE_NS = "serving-team";
 const env = useEnvironment({
-  objects: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } }],
+  objects: [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: NS } },
+    // For the in-place resizes: 3 of 4 CPUs used (1 by the pod), a node of 8.
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: RESIZE_NS } },
+    resourceQuota(RESIZE_NS, "compute", { "requests.cpu": "4" }, { "requests.cpu": "3" }),
+    node("n1", { cpu: "8", memory: "32Gi", pods: "110" }),
+  ] as KubeObject[],
   env: settingsEnv(SETTINGS),
 });
 
@@ -179,5 +187,113 @@ describe("updates that change no container", () => {
     expect(bumped.message).toBe("");
     expect(bumped.allowed).toBe(true);
     expect(bumped.warnings).toEqual([]);
+  });
+});
+
+describe("an object being deleted (a finalizer holds it): its deletionTimestamp is no pass", () => {
+  /** What the API server stores once `kubectl delete` meets a finalizer. */
+  const held = <T extends KubeObject>(obj: T, finalizers = ["example.com/hold"]): T => ({
+    ...structuredClone(obj),
+    metadata: {
+      ...structuredClone(obj.metadata),
+      finalizers,
+      deletionTimestamp: "2026-12-01T00:00:00Z" as unknown as Date,
+    },
+  });
+
+  it("kubectl set image on a deleted pod: judged as on any pod, denied", async () => {
+    const r = await update(
+      held(setImage("evil.example.com/miner:latest")),
+      undefined,
+      held(stored),
+    );
+    expect(r.allowed).toBe(false);
+    expect(r.message).toMatch(
+      /^admission-guard\/image-registry: container "web" image "evil\.example\.com\/miner:latest"/,
+    );
+  });
+
+  it("its finalizer removed: admitted", async () => {
+    const r = await update(held(stored, []), undefined, held(stored));
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toEqual([]);
+  });
+
+  const deployment = (image: string): KubeObject => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: NS, uid: "d-web", generation: 1 },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: "web" } },
+      template: {
+        metadata: { labels: { app: "web", "app.kubernetes.io/component": "web" } },
+        spec: { containers: [{ name: "web", image }] },
+      },
+    },
+  });
+
+  it("a deleted Deployment's template moved to a registry that is not allowed: denied", async () => {
+    const r = await update(
+      held(deployment("evil.example.com/miner:latest")),
+      undefined,
+      held(deployment("ghcr.io/org/web:1.0")),
+    );
+    expect(r.allowed).toBe(false);
+    expect(r.message).toMatch(
+      /^admission-guard\/image-registry: container "web" image "evil\.example\.com\/miner:latest"/,
+    );
+  });
+
+  it("a deleted Deployment's finalizer removed (its template broke a rule all along): admitted", async () => {
+    const evil = deployment("evil.example.com/miner:latest");
+    const r = await update(held(evil, []), undefined, held(evil));
+    expect(r.allowed).toBe(true);
+  });
+});
+
+describe("kubectl patch --subresource resize (in-place resize, an UPDATE of pods/resize)", () => {
+  /** The pod as stored, running on n1, asking `cpu`. */
+  const server = (cpu: string): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "server", namespace: RESIZE_NS, uid: "u-server", resourceVersion: "9" },
+    spec: {
+      nodeName: "n1",
+      serviceAccountName: "default",
+      containers: [
+        {
+          name: "server",
+          image: "ghcr.io/org/server:1",
+          resources: { requests: { cpu }, limits: { cpu } },
+        },
+      ],
+    },
+  });
+  const resize = (cpu: string, from = "1") => update(server(cpu), "resize", server(from));
+
+  it("within the quota and the node: admitted", async () => {
+    const r = await resize("2");
+    expect(r.message).toBe("");
+    expect(r.allowed).toBe(true);
+  });
+
+  it("past the namespace quota: denied for what the resize adds, with the fix", async () => {
+    const r = await resize("3");
+    expect(r.allowed).toBe(false);
+    expect(r.message).toContain(
+      "admission-guard/resource-quota: Pod serving-team/server exceeds the namespace quota: requests.cpu: the resize adds 2 (the pod asked 1), quota compute has 1 of 4 left (3 used). Fix: lower the pod's requests.cpu to at most 2",
+    );
+  });
+
+  it("past its node's allocatable (the kubelet would leave it Infeasible): denied", async () => {
+    const r = await resize("12");
+    expect(r.allowed).toBe(false);
+    expect(r.message).toContain("Pod serving-team/server fits no node");
+    expect(r.message).toContain('node "n1"');
+  });
+
+  it("a shrink: admitted", async () => {
+    expect((await resize("1", "3")).allowed).toBe(true);
   });
 });

@@ -498,16 +498,20 @@ describe("the UPDATE gate: what is judged at all", () => {
     expect(needsJudging(notController, gate(notController))).toBe(true);
   });
 
-  it("a deleting Pod is not judged even with a new container; other kinds' updates always are", () => {
+  it("a deleting Pod is judged for a new container (a deletionTimestamp is no pass), not for its metadata; other kinds' updates always are", () => {
     const old = pod();
     const changed = pod();
     (changed.spec as { containers: { image: string }[] }).containers[0].image = "evil/x";
     expect(needsJudging(changed, gate(changed, old))).toBe(true);
-    const deleting = {
-      ...changed,
-      metadata: { ...changed.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
-    } as unknown as KubeObject;
-    expect(needsJudging(deleting, gate(deleting, old))).toBe(false);
+    const deletingOf = (p: KubeObject) =>
+      ({
+        ...p,
+        metadata: { ...p.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
+      }) as unknown as KubeObject;
+    const deleting = deletingOf(changed);
+    expect(needsJudging(deleting, gate(deleting, deletingOf(old)))).toBe(true);
+    const unchanged = deletingOf(old);
+    expect(needsJudging(unchanged, gate(unchanged, deletingOf(old)))).toBe(false);
     const cm: KubeObject = {
       apiVersion: "v1",
       kind: "ConfigMap",

@@ -123,9 +123,11 @@ describe("Pepr's bindings and the webhook's rules (bindingsOf, webhookRules)", (
       apiGroups: ["kubeflow.org"],
       apiVersions: ["*"],
     });
+    // In-place resize (Kubernetes 1.33+) is an UPDATE of pods/resize: validated, never mutated.
     expect(rules.find(r => r.resources[0] === "pods")?.resources).toEqual([
       "pods",
       "pods/ephemeralcontainers",
+      "pods/resize",
     ]);
     expect(rules.some(r => r.resources.includes("*"))).toBe(false);
     expect(webhookRules(routes, "mutate")).toEqual([

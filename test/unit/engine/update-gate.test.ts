@@ -83,6 +83,18 @@ const judge = (
 
 const PRIVILEGED = { securityContext: { privileged: true } };
 
+/** The object as the API server keeps it once deleted while a finalizer holds it. */
+const deleting = (obj: KubeObject, metadata: Obj = {}): KubeObject =>
+  ({
+    ...obj,
+    metadata: {
+      finalizers: ["example.com/hold"],
+      ...obj.metadata,
+      deletionTimestamp: "2026-12-01T00:00:00Z",
+      ...metadata,
+    },
+  }) as unknown as KubeObject;
+
 /** The gate's view of an update from `old` to `object`. */
 const gate = (object: KubeObject, old?: KubeObject) => ({
   stored: storedVersionOf(object, old ? "UPDATE" : "CREATE", old, defaultSettings()),
@@ -90,18 +102,46 @@ const gate = (object: KubeObject, old?: KubeObject) => ({
 });
 
 describe("needsJudging", () => {
-  it("a controller's workload, an object being deleted, and updates that change no spec are not judged", () => {
+  it("a controller's workload, and updates that change no spec (a finalizer removed) are not judged", () => {
     const d = deployment(2);
     expect(needsJudging(d, gate(d))).toBe(true);
     expect(needsJudging(replicaSet(1), gate(replicaSet(1)))).toBe(false);
     const relabelled = { ...d, metadata: { ...d.metadata, labels: { team: "a" } } };
     expect(needsJudging(relabelled, gate(relabelled, d))).toBe(false);
-    const deleting = {
-      ...deployment(3),
-      metadata: { ...d.metadata, deletionTimestamp: "2026-12-01T00:00:00Z" },
-    } as unknown as KubeObject;
-    expect(needsJudging(deleting, gate(deleting, d))).toBe(false);
+    const unfinalized = deleting(d, { finalizers: [] });
+    expect(needsJudging(unfinalized, gate(unfinalized, deleting(d)))).toBe(false);
     expect(needsJudging(deployment(3), gate(deployment(3), d))).toBe(true);
+  });
+
+  it("a deletionTimestamp is no pass: what a deleted object's update changes besides metadata is judged", () => {
+    // A finalizer holds the object; its author deletes it, then edits it.
+    const d = deleting(deployment(2));
+    const scaled = deleting(deployment(3));
+    expect(needsJudging(scaled, gate(scaled, d))).toBe(true);
+    const reimaged = deleting(deployment(2, { image: "evil.example/miner:1" }));
+    expect(needsJudging(reimaged, gate(reimaged, d))).toBe(true);
+    const pod = (image: string): KubeObject =>
+      deleting({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "p", namespace: NS },
+        spec: { containers: [{ name: "a", image }] },
+      });
+    const newImage = pod("evil.example/miner:1");
+    expect(needsJudging(newImage, gate(newImage, pod("ghcr.io/org/a:1")))).toBe(true);
+    const podUnfinalized = deleting(pod("ghcr.io/org/a:1"), { finalizers: [] });
+    expect(needsJudging(podUnfinalized, gate(podUnfinalized, pod("ghcr.io/org/a:1")))).toBe(false);
+    // Other kinds (a ConfigMap the payload rules read): its data, not its metadata.
+    const cm = (data: Obj, more: Obj = {}): KubeObject =>
+      deleting(
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", namespace: NS }, data },
+        more,
+      );
+    const stored = cm({ a: "1" }, { finalizers: ["x"] });
+    const refilled = cm({ a: "1".repeat(10) }, { finalizers: ["x"] });
+    expect(needsJudging(refilled, gate(refilled, stored))).toBe(true);
+    const cmUnfinalized = cm({ a: "1" }, { finalizers: [] });
+    expect(needsJudging(cmUnfinalized, gate(cmUnfinalized, stored))).toBe(false);
   });
 
   it("a controller's word counts only from a controller: a pod author's own ownerReferences make nothing skip", () => {
@@ -281,6 +321,15 @@ describe("workload updates are judged on what they add", () => {
       },
     } as unknown as KubeObject;
     expect((await judge(deleting, "UPDATE", stored)).allowed).toBe(true);
+  });
+
+  it("a new template that adds a violation on a Deployment being deleted is denied for it", async () => {
+    const stored = deleting(deployment(2));
+    const r = await judge(deleting(deployment(2, PRIVILEGED)), "UPDATE", stored);
+    expect(r.allowed).toBe(false);
+    expect(r.violations.map(v => `${v.capability}/${v.rule}`)).toContain(
+      "security-context/privileged",
+    );
   });
 
   it("a scale-up over the quota is denied for the quota only: what the stored one had is not held against it", async () => {

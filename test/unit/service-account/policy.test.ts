@@ -1119,3 +1119,124 @@ describe("service-account: issue 40, the namespace annotation cannot choose an a
     ]);
   });
 });
+
+describe("service-account: the secrets other volume sources name (core/v1 Volume)", () => {
+  // Each volume source whose kubelet plugin reads a Secret of the pod's namespace for the pod.
+  const SOURCES: [string, Record<string, unknown>, string][] = [
+    ["azureFile", { secretName: "vault", shareName: "s" }, "azureFile.secretName"],
+    ["cephfs", { monitors: ["m"], secretRef: { name: "vault" } }, "cephfs.secretRef.name"],
+    ["cinder", { volumeID: "v", secretRef: { name: "vault" } }, "cinder.secretRef.name"],
+    [
+      "csi",
+      { driver: "secrets-store.csi.k8s.io", nodePublishSecretRef: { name: "vault" } },
+      "csi.nodePublishSecretRef.name",
+    ],
+    ["flexVolume", { driver: "x/y", secretRef: { name: "vault" } }, "flexVolume.secretRef.name"],
+    [
+      "iscsi",
+      { targetPortal: "t", iqn: "i", lun: 0, secretRef: { name: "vault" } },
+      "iscsi.secretRef.name",
+    ],
+    ["rbd", { monitors: ["m"], image: "i", secretRef: { name: "vault" } }, "rbd.secretRef.name"],
+    [
+      "scaleIO",
+      { gateway: "g", system: "s", secretRef: { name: "vault" } },
+      "scaleIO.secretRef.name",
+    ],
+    ["storageos", { volumeName: "v", secretRef: { name: "vault" } }, "storageos.secretRef.name"],
+  ];
+  const withVolume = (source: string, value: Record<string, unknown>) =>
+    seedPod({
+      containers: [{ name: "trainer", image: "busybox", volumeMounts: [TOKEN_MOUNT] }],
+      volumes: [{ name: "store", [source]: value }, TOKEN_VOLUME],
+    });
+
+  it.each(SOURCES)(
+    "%s: the secret is collected, and a ServiceAccount that may not read it is denied (enforce)",
+    async (source, value, field) => {
+      const pod = withVolume(source, value);
+      expect(Object.fromEntries(secretReferences(podTemplateOf(pod)!))).toEqual({
+        vault: [`volume "store" (${field})`],
+      });
+      const r = await review(policies, pod, {
+        settings: settings({ secretAccess: "enforce" }),
+        cluster: new SnapshotCluster([
+          saObject("workload"),
+          ...secretReader("workload", ["other"]),
+        ]),
+      });
+      expect(r.allowed).toBe(false);
+      expect(r.violations.find(v => v.rule === "secret-access")!.message).toBe(
+        `ServiceAccount llama-index/workload of Pod llama-index/llamaindex-trainer-xxxx may not get secret "vault" (volume "store" (${field}))`,
+      );
+    },
+  );
+
+  it("a claim (persistentVolumeClaim, an ephemeral claim template) names no secret of the pod's", () => {
+    const pod = seedPod({
+      containers: [{ name: "trainer", image: "busybox" }],
+      volumes: [
+        { name: "pvc", persistentVolumeClaim: { claimName: "data" } },
+        {
+          name: "eph",
+          ephemeral: {
+            volumeClaimTemplate: {
+              spec: { accessModes: ["ReadWriteOnce"], storageClassName: "csi-with-secrets" },
+            },
+          },
+        },
+      ],
+    });
+    expect(secretReferences(podTemplateOf(pod)!).size).toBe(0);
+  });
+
+  it("the same collector for workload templates and ML roles; bounded by maxSecretReviews", async () => {
+    const csiVolumes = (count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        name: `v${i}`,
+        csi: { driver: "secrets-store.csi.k8s.io", nodePublishSecretRef: { name: `vault-${i}` } },
+      }));
+    const spec = (count: number) =>
+      podTemplateOf(
+        seedPod({
+          containers: [{ name: "trainer", image: "busybox" }],
+          volumes: csiVolumes(count),
+        }),
+      )!.spec;
+    const deployment: KubeObject = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "trainer", namespace: NS },
+      spec: { template: { metadata: {}, spec: spec(1) } },
+    };
+    const job: KubeObject = {
+      apiVersion: "kubeflow.org/v1",
+      kind: "PyTorchJob",
+      metadata: { name: "tune", namespace: NS },
+      spec: { pytorchReplicaSpecs: { Master: { replicas: 1, template: { spec: spec(1) } } } },
+    };
+    for (const obj of [deployment, job]) {
+      const r = await review(policies, obj, {
+        settings: settings({ secretAccess: "enforce" }),
+        cluster: new SnapshotCluster([saObject("workload"), ...secretReader("workload", ["x"])]),
+      });
+      expect(r.allowed).toBe(false);
+      expect(r.violations.find(v => v.rule === "secret-access")!.message).toContain(
+        '"vault-0" (volume "v0" (csi.nodePublishSecretRef.name))',
+      );
+    }
+    // 100 CSI secrets: at most maxSecretReviews (4 here) are reviewed, the rest "not checked".
+    const asked: string[] = [];
+    const cluster = new SnapshotCluster([], (_objects, _ns, _sa, secrets) => {
+      asked.push(...secrets);
+      return { allowed: new Map(secrets.map(s => [s, true])) };
+    });
+    const r = await review(
+      policies,
+      seedPod({ containers: [{ name: "trainer", image: "busybox" }], volumes: csiVolumes(100) }),
+      { settings: settings({ maxSecretReviews: 4 }), cluster },
+    );
+    expect(asked).toHaveLength(4);
+    expect(r.warnings.join("\n")).toMatch(/not checked whether ServiceAccount .* 96 of the 100/);
+  });
+});

@@ -276,6 +276,30 @@ describe("the pods KServe builds", () => {
     expect(JSON.stringify(container).length).toBeLessThan(1.2 * 1024 * 1024);
   });
 
+  it("the 1 MiB cap is per InferenceService: a runtime's two filled containers share it", () => {
+    // Each container alone stays under the cap (10 x 100 KB); together they would add 2 MB.
+    const placeholders = Array.from({ length: 10 }, () => "{{.Annotations.big}}");
+    const rt = runtime("two", {
+      supportedModelFormats: [{ name: "sklearn", version: "1", autoSelect: true }],
+      containers: [
+        serverContainer("r/two:1", { args: placeholders }),
+        { name: "transformer-container", image: "r/two-t:1", args: placeholders },
+      ],
+    });
+    const service = isvc({ predictor: sklearnModel() });
+    service.metadata!.annotations = { big: "x".repeat(100_000) };
+    const containers = rolesOf(service, snapshot(rt)).flatMap(
+      r => (r.template.spec.containers ?? []) as unknown as Record<string, unknown>[],
+    );
+    const args = containers.flatMap(c => (Array.isArray(c.args) ? (c.args as string[]) : []));
+    expect(args).toHaveLength(20);
+    // 10 fills make 1,000,000 characters; the 11th would pass 1 MiB, wherever it is.
+    expect(args.filter(a => a.length === 100_000).length).toBe(10);
+    expect(args.filter(a => a === "{{.Annotations.big}}").length).toBe(10);
+    const added = containers.reduce((n, c) => n + JSON.stringify(c).length, 0);
+    expect(added).toBeLessThan(1.2 * 1024 * 1024);
+  });
+
   it("a named ClusterServingRuntime; a namespace ServingRuntime of the same name comes first", () => {
     const cluster = runtime(
       "shared",
