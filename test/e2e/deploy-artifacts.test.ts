@@ -381,6 +381,32 @@ describe("issue 26: the install's doors (scripts/overlay/entries.ts: admission-d
     );
   });
 
+  it("the validating webhook is sent Exemptions from every namespace it sees, not only the Exemptions namespace, so a misplaced one is refused", () => {
+    const validating = docsOf(join(REPO_ROOT, "dist")).find(
+      d => d.kind === "ValidatingWebhookConfiguration",
+    )!;
+    type Webhook = {
+      rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+      namespaceSelector: { matchExpressions: { operator: string; values: string[] }[] };
+      objectSelector?: unknown;
+    };
+    for (const w of validating.webhooks as Webhook[]) {
+      expect(w.rules).toContainEqual(
+        expect.objectContaining({
+          apiGroups: ["admission-guard.dev"],
+          resources: ["exemptions"],
+          operations: ["CREATE", "UPDATE"],
+        }),
+      );
+      // Only the system and ignored namespaces are left out; no selector narrows it further.
+      expect(w.namespaceSelector.matchExpressions.map(e => e.operator)).toEqual(["NotIn"]);
+      expect(w.namespaceSelector.matchExpressions[0].values).not.toContain(
+        "admission-guard-exemptions",
+      );
+      expect(w.objectSelector ?? {}).toEqual({});
+    }
+  });
+
   it("ships the namespace-keys policy opt-in: a file of its own and a chart value off by default, none in the manifest", () => {
     const dist = join(REPO_ROOT, "dist");
     const policy = parseAllDocuments(
