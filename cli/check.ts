@@ -5,6 +5,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
+import cfg from "../package.json";
 import { SnapshotCluster } from "../lib/cluster/view";
 import { imageInspectorFor } from "../lib/images/inspector";
 import { localDockerCredentials } from "../lib/images/credentials";
@@ -269,6 +270,8 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
     opts.inspectImages
       ? imageInspectorFor(settings, undefined, localDockerCredentials(io.env))
       : undefined,
+    // The uuid the install labels its Exemptions namespace with, as the controller reads it.
+    cfg.pepr.uuid,
   );
 
   const results: Checked[] = [];

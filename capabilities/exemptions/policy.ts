@@ -6,6 +6,8 @@ import {
   EXEMPTION_GVK,
   EXEMPTIONS_CAPABILITY,
   isExemptionObject,
+  notOwnedFix,
+  notOwnedReason,
   readExemption,
   UNWAIVABLE_RULES,
 } from "../../lib/exemptions";
@@ -17,8 +19,15 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export const exemptionsValidator: Validator = {
   name: CAPABILITY,
   description:
-    "Refuses Exemptions outside the exemptions namespace, without a reason, or expiring too late",
-  rules: ["exemption-namespace", "invalid-exemption", "unknown-rule", "not-waivable", "expiry"],
+    "Refuses Exemptions where they would not count (outside the exemptions namespace, or in one the install does not own), without a reason, or expiring too late",
+  rules: [
+    "exemption-namespace",
+    "namespace-not-owned",
+    "invalid-exemption",
+    "unknown-rule",
+    "not-waivable",
+    "expiry",
+  ],
   kinds: [EXEMPTION_GVK],
 
   validate(object, ctx) {
@@ -42,6 +51,22 @@ export const exemptionsValidator: Validator = {
           `ask a platform admin to create it in ${settings.namespace} (kubectl -n ${settings.namespace} apply -f <file>)`,
         ),
       );
+    else {
+      // The right namespace, but one a tenant (or kubectl create namespace) made: accepted, it
+      // would silently waive nothing. A namespace not known yet is not judged (the live view's
+      // cache settles it first; a `check` snapshot may lack it).
+      // Why: docs/adr/0028-exemptions-refused-where-they-do-not-count.md
+      const owner = ctx.cluster.exemptionsOwner;
+      const reason = owner ? notOwnedReason(ctx.namespace, owner) : undefined;
+      if (owner && reason)
+        violations.push(
+          v(
+            "namespace-not-owned",
+            `${where} would waive nothing: ${reason}`,
+            notOwnedFix(ctx.namespaceName, owner),
+          ),
+        );
+    }
 
     const read = readExemption(object);
     for (const problem of read.problems)

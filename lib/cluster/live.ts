@@ -32,11 +32,21 @@ import {
 } from "./view";
 import type { ClaimTemplateAsRead, DeviceCapacity, DeviceClassAsRead } from "../objects/dra";
 import { DraCaches, type DraCachesOptions } from "./dra-live";
-import { EXEMPTION_GVK, exemptionsNamespaceOwned } from "../exemptions";
+import {
+  EXEMPTION_GVK,
+  exemptionsNamespaceOwned,
+  notOwnedFix,
+  notOwnedReason,
+} from "../exemptions";
+import { OWNED_BY_LABEL } from "../settings";
+import { observeExemptionsNamespace } from "../metrics";
 import type { KubeObject } from "../objects/pod";
 import { ServiceAccounts } from "./service-accounts";
 import { ServingRuntimeCaches, type ServingRuntimeCachesOptions } from "./serving-runtime-cache";
 import { WatchedStore, type Logger } from "./watched-store";
+
+/** Whether Exemptions can count (LiveCluster.exemptionsNamespaceState). */
+export type ExemptionsNamespaceState = "owned" | "not-owned" | "absent";
 
 /** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
 export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;
@@ -220,6 +230,8 @@ export class LiveCluster implements ClusterView {
   ) {
     this.namespaces = new WatchedStore(kind.Namespace, "namespaces", log, namespaceAsRead);
     this.namespaces.listeners.push((ns, phase) => this.onNamespaceEvent(ns as KubeObject, phase));
+    // Said once per change of the Exemptions namespace, never per request.
+    this.namespaces.listListeners.push(() => this.reportExemptionsNamespace());
     this.namespacesListed = new Promise(listed =>
       this.namespaces.listListeners.push(() => {
         this.readDirectly.clear();
@@ -251,6 +263,7 @@ export class LiveCluster implements ClusterView {
     this.firstVersionRead = this.readServerVersion();
     this.runtimes.start();
     this.dra.start();
+    observeExemptionsNamespace(() => this.exemptionsNamespaceState());
     for (const [cache, store] of this.caches()) {
       store.observe(cache);
       store
@@ -314,6 +327,7 @@ export class LiveCluster implements ClusterView {
   private onNamespaceEvent(obj: KubeObject, phase: string): void {
     const name = obj.metadata?.name;
     if (!name) return;
+    if (name === this.options.exemptionsNamespace) this.reportExemptionsNamespace();
     if (phase === "DELETED") {
       this.accounts.forgetNamespace(name);
       return;
@@ -443,6 +457,49 @@ export class LiveCluster implements ClusterView {
 
   serviceAccount(namespace: string, name: string): V1ServiceAccount | null | undefined {
     return this.accounts.get(namespace, name);
+  }
+
+  get exemptionsOwner(): string | undefined {
+    return this.options.exemptionsOwner;
+  }
+
+  /**
+   * Whether Exemptions can count: the Exemptions namespace is the install's own ("owned"), exists
+   * without its label ("not-owned"), or does not exist ("absent"); undefined when not judged (no
+   * owner or namespace configured) or before the namespaces are listed.
+   */
+  exemptionsNamespaceState(): ExemptionsNamespaceState | undefined {
+    const { exemptionsNamespace: name, exemptionsOwner: owner } = this.options;
+    if (!name || owner === undefined || !this.namespaces.synced) return undefined;
+    const ns = this.namespace(name);
+    if (!ns) return "absent";
+    return exemptionsNamespaceOwned(ns, owner) ? "owned" : "not-owned";
+  }
+
+  private reportedExemptionsState?: ExemptionsNamespaceState;
+
+  /** Logs the Exemptions namespace's state when it changes (the webhook refuses Exemptions there). */
+  private reportExemptionsNamespace(): void {
+    const state = this.exemptionsNamespaceState();
+    if (state === undefined || state === this.reportedExemptionsState) return;
+    this.reportedExemptionsState = state;
+    const namespace = this.options.exemptionsNamespace!;
+    const owner = this.options.exemptionsOwner!;
+    if (state === "owned")
+      this.log?.info(
+        { namespace },
+        `exemptions: namespace ${namespace} is the install's own: its Exemptions count`,
+      );
+    else if (state === "not-owned")
+      this.log?.warn(
+        { namespace },
+        `exemptions: ${notOwnedReason(this.namespace(namespace), owner)}, and new ones there are refused. Fix: ${notOwnedFix(namespace, owner)}`,
+      );
+    else
+      this.log?.warn(
+        { namespace },
+        `exemptions: namespace ${namespace} does not exist, so no Exemption counts. Fix: create it as docs/exemptions.md says (with the label ${OWNED_BY_LABEL}=${owner})`,
+      );
   }
 
   exemptions(): readonly KubeObject[] | undefined {

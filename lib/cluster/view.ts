@@ -19,7 +19,7 @@ import {
   type DeviceClassAsRead,
   type SliceAsRead,
 } from "../objects/dra";
-import { isExemptionObject } from "../exemptions";
+import { exemptionsNamespaceOwned, isExemptionObject } from "../exemptions";
 import { SERVING_RUNTIME_GROUP, servingRuntimeAsRead } from "../objects/serving-runtimes";
 import type { ImageRef } from "../objects/image-reference";
 import type { ImageInspector, ImageLookup, Platform } from "../images/inspector";
@@ -81,6 +81,11 @@ export interface ClusterView {
    * (none then count: a violation stands until the cache has them).
    */
   exemptions(): readonly KubeObject[] | undefined;
+  /**
+   * The module's uuid, which the Exemptions namespace must carry as its ownership label
+   * (lib/exemptions/index.ts exemptionsNamespaceOwned); undefined: ownership is not judged.
+   */
+  readonly exemptionsOwner?: string;
   /** Make sure a ServiceAccount exists (live: server-side apply, bounded by the webhook budget). */
   ensureServiceAccount(namespace: string, name: string, dryRun: boolean): Promise<EnsureResult>;
   /**
@@ -166,6 +171,8 @@ export class SnapshotCluster implements ClusterView {
     private readonly rbac: RbacEvaluator = evaluateSecretAccess,
     /** Reads image configs from registries (`check --inspect-images`); none: every image unknown. */
     private readonly images?: ImageInspector,
+    /** See ClusterView.exemptionsOwner (`check`: the module's package.json pepr.uuid). */
+    readonly exemptionsOwner?: string,
   ) {
     for (const obj of objects) {
       if (!obj || typeof obj !== "object" || !obj.kind) continue;
@@ -202,7 +209,15 @@ export class SnapshotCluster implements ClusterView {
   }
 
   exemptions(): readonly KubeObject[] | undefined {
-    return this.ofKind("Exemption")?.filter(isExemptionObject);
+    const all = this.ofKind("Exemption")?.filter(isExemptionObject);
+    const owner = this.exemptionsOwner;
+    if (!all || owner === undefined) return all;
+    // As in the live view, none count in a namespace the install does not own; a namespace the
+    // snapshot lacks is not known, and its Exemptions count (docs/check.md).
+    return all.filter(e => {
+      const ns = this.namespace(e.metadata?.namespace ?? "");
+      return !ns || exemptionsNamespaceOwned(ns, owner);
+    });
   }
 
   // DRA kinds, projected once per snapshot as the live caches project them (lib/objects/dra.ts).

@@ -274,6 +274,48 @@ export function exemptionsNamespaceOwned(
 }
 
 /**
+ * The Exemptions namespace as the install creates it (the build overlay's manifest and chart, and
+ * `pepr dev`: lib/exemptions/dev-namespace.ts): labelled as the install's own.
+ */
+export function ownedExemptionsNamespace(
+  name: string,
+  moduleUuid: string,
+): KubeObject & { apiVersion: string; kind: string; metadata: { name: string } } {
+  return {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: {
+      name,
+      labels: { "app.kubernetes.io/managed-by": "admission-guard", [OWNED_BY_LABEL]: moduleUuid },
+    },
+  };
+}
+
+/**
+ * What is wrong with an Exemptions namespace that exists but is not the install's own, or undefined
+ * when it is owned or not known. Said by the webhook refusing an Exemption there and by the
+ * controller's log, with the same fix (notOwnedFix).
+ */
+export function notOwnedReason(
+  namespace: NamespaceInfo | undefined,
+  moduleUuid: string,
+): string | undefined {
+  if (!namespace || !moduleUuid || exemptionsNamespaceOwned(namespace, moduleUuid))
+    return undefined;
+  const has = namespace.labels[OWNED_BY_LABEL];
+  return `namespace ${namespace.name} lacks the label ${OWNED_BY_LABEL}=${moduleUuid} that the install writes on the namespace it creates (${has === undefined ? "it has no such label" : `it has ${OWNED_BY_LABEL}=${has}`}), so none of its Exemptions count`;
+}
+
+/**
+ * The admin's fix for an Exemptions namespace the install does not own. Never a blind `kubectl
+ * label`: a tenant who created the namespace first may hold RoleBindings there, and the label would
+ * let them grant Exemptions. Why: docs/adr/0028-exemptions-refused-where-they-do-not-count.md
+ */
+export function notOwnedFix(namespace: string, moduleUuid: string): string {
+  return `a cluster admin first checks who may write there (kubectl get rolebindings,roles -n ${namespace}: a namespace a tenant created may hold their RoleBindings, and the label would let them grant Exemptions), then, if only platform admins may, runs kubectl label namespace ${namespace} ${OWNED_BY_LABEL}=${moduleUuid}, else deletes the namespace and creates it labelled (docs/exemptions.md)`;
+}
+
+/**
  * The Exemptions that match this object: only those in the exemptions namespace and well-formed
  * count (one written before the webhook could judge it, or while it was down, is skipped here).
  */

@@ -168,6 +168,26 @@ export const cacheAge = perCacheGauge(
   },
 );
 
+let exemptionsNamespace: (() => "owned" | "not-owned" | "absent" | undefined) | undefined;
+/** The live cluster view reports whether its Exemptions namespace is the install's own (read at scrape time). */
+export function observeExemptionsNamespace(
+  state: () => "owned" | "not-owned" | "absent" | undefined,
+): void {
+  exemptionsNamespace = state;
+}
+
+export const exemptionsNamespaceOwnership = new Gauge({
+  name: "admission_guard_exemptions_namespace",
+  help: "1 for the Exemptions namespace's state: owned (it carries the install's ownership label: its Exemptions count), not-owned or absent (no Exemption counts); no series before the namespaces are listed",
+  labelNames: ["state"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const state = exemptionsNamespace?.();
+    if (state !== undefined) this.set({ state }, 1);
+  },
+});
+
 // ---- arming ----
 
 export const webhookFailClosed = new Gauge({

@@ -5,6 +5,7 @@ import cfg from "../../package.json";
 import type { NamespaceInfo } from "../cluster/view";
 import { LiveCluster } from "../cluster/live";
 import { installExemptionCrd } from "../exemptions/crd";
+import { createExemptionsNamespace } from "../exemptions/dev-namespace";
 import type { EngineDeps } from "../engine";
 import { FixEvents } from "../reports/events";
 import { CredentialsStore } from "../images/credentials";
@@ -125,6 +126,9 @@ export function startCluster(
     cluster.start();
     // Ours to apply at every start, as Pepr applies its PeprStore CRD (lib/exemptions/crd.ts).
     if (!role.watcher) void installExemptionCrd(Log);
+    // `pepr dev` applies none of the overlay's objects: the namespace is created here, never adopted.
+    if (role.dev && settings.exemptions.enabled)
+      void createExemptionsNamespace(settings.exemptions.namespace, cfg.pepr.uuid, Log);
   }
   return cluster;
 }

@@ -9,6 +9,7 @@ import {
   OWNED_BY_LABEL,
   SYSTEM_NAMESPACES,
 } from "../../lib/settings";
+import { ownedExemptionsNamespace } from "../../lib/exemptions";
 import { DRAIN_PATH } from "../../lib/pepr/webhook-body-limit";
 import { type Route, webhookRules } from "../../lib/engine/routes";
 import { stringify } from "yaml";
@@ -89,19 +90,7 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
   };
   const credentials = credentialsRbac(NAME, settings);
   const exemptionsNamespace = settings.exemptions.enabled
-    ? [
-        {
-          apiVersion: "v1",
-          kind: "Namespace",
-          metadata: {
-            name: settings.exemptions.namespace,
-            labels: {
-              "app.kubernetes.io/managed-by": "admission-guard",
-              [OWNED_BY_LABEL]: pepr.uuid,
-            },
-          },
-        },
-      ]
+    ? [ownedExemptionsNamespace(settings.exemptions.namespace, pepr.uuid)]
     : [];
   const watcherMemory = (path: string[], value: string) => ({
     select: { kind: "Deployment", name: `${NAME}-watcher` },

@@ -381,6 +381,32 @@ describe("issue 26: the install's doors (scripts/overlay/entries.ts: admission-d
     );
   });
 
+  it("the validating webhook is sent Exemptions from every namespace it sees, not only the Exemptions namespace, so a misplaced one is refused", () => {
+    const validating = docsOf(join(REPO_ROOT, "dist")).find(
+      d => d.kind === "ValidatingWebhookConfiguration",
+    )!;
+    type Webhook = {
+      rules: { apiGroups: string[]; resources: string[]; operations: string[] }[];
+      namespaceSelector: { matchExpressions: { operator: string; values: string[] }[] };
+      objectSelector?: unknown;
+    };
+    for (const w of validating.webhooks as Webhook[]) {
+      expect(w.rules).toContainEqual(
+        expect.objectContaining({
+          apiGroups: ["admission-guard.dev"],
+          resources: ["exemptions"],
+          operations: ["CREATE", "UPDATE"],
+        }),
+      );
+      // Only the system and ignored namespaces are left out; no selector narrows it further.
+      expect(w.namespaceSelector.matchExpressions.map(e => e.operator)).toEqual(["NotIn"]);
+      expect(w.namespaceSelector.matchExpressions[0].values).not.toContain(
+        "admission-guard-exemptions",
+      );
+      expect(w.objectSelector ?? {}).toEqual({});
+    }
+  });
+
   // Issue 40: a tenant's own admission-guard.dev/mode=off gives more than Pod Security's labels.
   const POLICY = `pepr-${pkg.pepr.uuid}-namespace-keys`;
   const policyOf = (docs: KubeObject[]) =>

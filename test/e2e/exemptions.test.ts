@@ -141,9 +141,43 @@ describe("an exempted privileged pod", () => {
 });
 
 describe("the controller's webhook judges Exemptions as they are written", () => {
-  it("admits a well-formed one in the exemptions namespace", async () => {
-    const result = await admit(env.controller, exemption("ok", new Date(Date.now() + DAY)));
+  it("admits a well-formed one in the exemptions namespace, as check does", async () => {
+    const ok = exemption("ok", new Date(Date.now() + DAY));
+    const result = await admit(env.controller, ok);
     expect(result.allowed).toBe(true);
+    const parity = await checkParity(env.controller, ok, { objects: env.api.objects() });
+    expect(parity.differences).toEqual([]);
+  });
+
+  it("refuses one in the exemptions namespace the install does not own, naming the label and the admin's command; check says the same", async () => {
+    // Made by `kubectl create namespace`, or by a tenant before the install: no ownership label.
+    env.api.put(namespace(EXEMPTIONS_NS));
+    const squatted = exemption("unowned", new Date(Date.now() + DAY));
+    // The namespace's change reaches the controller's cache through its watch.
+    const result = await eventually(async () => {
+      const r = await admit(env.controller, squatted);
+      if (r.allowed) throw new Error("still allowed");
+      return r;
+    });
+    expect(result.message).toContain(
+      `admission-guard/exemptions: Exemption ${EXEMPTIONS_NS}/unowned would waive nothing: namespace ${EXEMPTIONS_NS} lacks the label admission-guard.dev/owned-by=${pkg.pepr.uuid}`,
+    );
+    expect(result.message).toContain(`kubectl get rolebindings,roles -n ${EXEMPTIONS_NS}`);
+    expect(result.message).toContain(
+      `kubectl label namespace ${EXEMPTIONS_NS} admission-guard.dev/owned-by=${pkg.pepr.uuid}`,
+    );
+    const parity = await checkParity(env.controller, squatted, { objects: env.api.objects() });
+    expect(parity.differences).toEqual([]);
+    expect(parity.engine.allowed).toBe(false);
+    // And the controller's log says it once, without a request.
+    expect(env.controller.logs()).toContain(
+      `exemptions: namespace ${EXEMPTIONS_NS} lacks the label admission-guard.dev/owned-by=${pkg.pepr.uuid} that the install writes on the namespace it creates (it has no such label)`,
+    );
+    // Owned again: admitted.
+    env.api.put(namespace(EXEMPTIONS_NS, OWNED));
+    await eventually(async () => {
+      if (!(await admit(env.controller, squatted)).allowed) throw new Error("still refused");
+    });
   });
 
   it("refuses one created elsewhere, saying where they count and why", async () => {
@@ -155,6 +189,12 @@ describe("the controller's webhook judges Exemptions as they are written", () =>
     expect(result.message).toContain(
       `admission-guard/exemptions: Exemption team-a/mine is not in namespace ${EXEMPTIONS_NS}, the only one whose Exemptions count`,
     );
+    const parity = await checkParity(
+      env.controller,
+      exemption("mine", new Date(Date.now() + DAY), "team-a"),
+      { objects: env.api.objects() },
+    );
+    expect(parity.differences).toEqual([]);
   });
 
   it("refuses an unknown rule and an expiry beyond the maximum, naming what is allowed", async () => {

@@ -34,6 +34,8 @@ export class SyncedSnapshot extends SnapshotCluster {
             allowed: new Map(secrets.map(secret => [secret, false])),
           }),
       images,
+      // As `check` and the controller: the Exemptions namespace is owned with this module's uuid.
+      cfg.pepr.uuid,
     );
   }
   serviceAccount(namespace: string, name: string) {

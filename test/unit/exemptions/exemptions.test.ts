@@ -594,3 +594,68 @@ describe("the Exemptions namespace counts only as the install's own", () => {
     expect(exemptionsNamespaceOwned(ns({ "admission-guard.dev/owned-by": "" }), "")).toBe(false);
   });
 });
+
+describe("an Exemption where it would not count is refused as it is written", () => {
+  const UUID = "4473f691-a31f-4e7a-acc9-f7166d266bae";
+  const OWNED_BY = "admission-guard.dev/owned-by";
+  const exemptionsNs = (labels: Record<string, string>): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: "admission-guard-exemptions", labels },
+  });
+  /** As `check` judges: a snapshot that knows the module's uuid. */
+  const judgeOwned = (obj: KubeObject, objects: KubeObject[]) =>
+    review(
+      policies,
+      obj,
+      {
+        settings: defaultSettings(),
+        cluster: new SnapshotCluster([namespaces[0], ...objects], undefined, undefined, UUID),
+      },
+      validators,
+    );
+
+  it("in the exemptions namespace without the install's label: refused, naming the label, its value and the admin's command", async () => {
+    const r = await judgeOwned(exemption(), [exemptionsNs({})]);
+    expect(r.allowed).toBe(false);
+    expect(r.violations.map(v => v.rule)).toEqual(["namespace-not-owned"]);
+    expect(r.denials[0]).toMatch(
+      /^admission-guard\/exemptions: Exemption admission-guard-exemptions\/gpu-driver would waive nothing: namespace admission-guard-exemptions lacks the label admission-guard.dev\/owned-by=4473f691-a31f-4e7a-acc9-f7166d266bae .*\(it has no such label\)/,
+    );
+    expect(r.denials[0]).toContain(
+      `Fix: a cluster admin first checks who may write there (kubectl get rolebindings,roles -n admission-guard-exemptions`,
+    );
+    expect(r.denials[0]).toContain(
+      `kubectl label namespace admission-guard-exemptions ${OWNED_BY}=${UUID}`,
+    );
+  });
+
+  it("labelled for another install: refused, saying which value it has", async () => {
+    const r = await judgeOwned(exemption(), [exemptionsNs({ [OWNED_BY]: "another-uuid" })]);
+    expect(r.allowed).toBe(false);
+    expect(r.denials[0]).toContain(`(it has ${OWNED_BY}=another-uuid)`);
+  });
+
+  it("in the install's own namespace: admitted, and it waives", async () => {
+    const owned = exemptionsNs({ [OWNED_BY]: UUID });
+    expect((await judgeOwned(exemption(), [owned])).allowed).toBe(true);
+    expect((await judgeOwned(driverPod(), [owned, exemption()])).allowed).toBe(true);
+  });
+
+  it("check waives nothing where the webhook would not: an Exemption in a namespace not owned", async () => {
+    const squatted = exemptionsNs({});
+    expect((await judgeOwned(driverPod(), [squatted, exemption()])).allowed).toBe(false);
+    // A snapshot that lacks the namespace does not know: its Exemptions count (docs/check.md).
+    expect((await judgeOwned(driverPod(), [exemption()])).allowed).toBe(true);
+  });
+
+  it("a namespace not known, or no uuid to judge by, is not refused for it", async () => {
+    expect((await judgeOwned(exemption(), [])).allowed).toBe(true);
+    expect((await judge(exemption(), [])).allowed).toBe(true);
+  });
+
+  it("elsewhere: refused for the namespace alone, not also for its ownership", async () => {
+    const r = await judgeOwned(exemption({}, { namespace: "gpu-operator" }), [exemptionsNs({})]);
+    expect(r.violations.map(v => v.rule)).toEqual(["exemption-namespace"]);
+  });
+});
