@@ -22,6 +22,7 @@ import {
   installPlainAnswers,
   raiseWebhookBodyLimit,
 } from "./webhook-body-limit";
+import { boundWebhookServer, installPathBeforeBody } from "./webhook-doors";
 import { WebhookArming } from "../webhooks/arm-live";
 import { kindsInForce } from "../workload-kinds/in-force";
 
@@ -148,6 +149,20 @@ const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; fail
     install: raiseWebhookBodyLimit,
     when: always,
     failed: "could not raise Pepr's request body limit (2mb)",
+  },
+  // Only a review on the secret API path is read, within a budget of bytes; anything else is
+  // answered unread and its connection closed (lib/pepr/webhook-doors.ts). Inside the metrics and
+  // the drain, which wrap it.
+  {
+    install: installPathBeforeBody,
+    when: running,
+    failed: "could not check the API path before Pepr reads a request body",
+  },
+  // Timeouts and a connection cap on the server Pepr makes (none in Pepr 1.1.4).
+  {
+    install: boundWebhookServer,
+    when: running,
+    failed: "could not bound Pepr's webhook server (connections, timeouts)",
   },
   // Pepr's copy of each request is quadratic in alike entries: a hostile pod's 35,000 would stall it.
   {
