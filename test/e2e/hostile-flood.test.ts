@@ -3,10 +3,10 @@
 // the path comes first, bodies off it are never read, and slow callers are closed by the timeouts
 // (set small through Pepr's own variables, so no test waits 32 s).
 import { readFileSync } from "node:fs";
-import { connect, type TLSSocket } from "node:tls";
 import type { KubeObject } from "../../lib/objects/pod";
 import { podCreateReview } from "../support/admission";
 import { useEnvironment } from "../support/environment";
+import { openRaw, postHead, writeBody, type RawConnection } from "../support/raw-tls";
 import { clusterObjects, DEMO_NS } from "./cases";
 
 const HEADERS_TIMEOUT_MS = 1500;
@@ -30,57 +30,7 @@ const pod = (name: string): KubeObject => ({
   spec: { containers: [{ name: "app", image: "busybox:1.36" }] },
 });
 
-/** A raw TLS connection to the controller: what it was sent, what came back, whether it closed. */
-interface Raw {
-  socket: TLSSocket;
-  received: () => string;
-  /** Resolves with the first bytes of an answer. */
-  answered: Promise<void>;
-  closed: Promise<void>;
-}
-
-async function open(): Promise<Raw> {
-  const socket = connect({
-    host: "127.0.0.1",
-    port: env.controller.port,
-    ca: env.api.certs.caPem,
-  });
-  let received = "";
-  const answered = new Promise<void>(done =>
-    socket.on("data", chunk => {
-      received += chunk.toString("latin1");
-      done();
-    }),
-  );
-  // A reset after the server closed is how a refused upload ends: expected here.
-  socket.on("error", () => undefined);
-  const closed = new Promise<void>(done => socket.once("close", () => done()));
-  await new Promise<void>((ok, fail) => {
-    socket.once("secureConnect", ok);
-    socket.once("error", fail);
-  });
-  return { socket, received: () => received, answered, closed };
-}
-
-/** Writes `bytes` of body (stops early when the server closed the connection). */
-function writeBody(raw: Raw, bytes: number): Promise<void> {
-  const chunk = Buffer.alloc(64 * 1024, "x");
-  return new Promise(done => {
-    let left = bytes;
-    raw.socket.once("close", () => done());
-    const more = () => {
-      while (left > 0 && !raw.socket.destroyed) {
-        left -= chunk.length;
-        if (!raw.socket.write(chunk)) return void raw.socket.once("drain", more);
-      }
-      done();
-    };
-    more();
-  });
-}
-
-const head = (path: string, length: number) =>
-  `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+const open = () => openRaw(env.controller.port, env.api.certs.caPem);
 
 describe("bodies on a wrong API path are never read", () => {
   it("48 connections holding half-sent 8 MiB bodies move the controller's memory by a few MiB, are each answered 401 and closed, and a real review answers meanwhile", async () => {
@@ -91,7 +41,7 @@ describe("bodies on a wrong API path are never read", () => {
     try {
       await Promise.all(
         held.map(async raw => {
-          raw.socket.write(head("/mutate/not-the-api-path", 8 * MiB));
+          raw.socket.write(postHead("/mutate/not-the-api-path", 8 * MiB));
           // The answer, if one comes before the body (it did not before issue 40)...
           await Promise.race([raw.answered, raw.closed, new Promise(r => setTimeout(r, 1000))]);
           // ...then half of the body, until the controller closes the connection: Pepr 1.1.4
@@ -122,7 +72,7 @@ describe("bodies on a wrong API path are never read", () => {
 
   it("a body over the 8 MiB limit on a wrong path is answered 401 before a byte of it is sent, and not read", async () => {
     const raw = await open();
-    raw.socket.write(head("/validate/not-the-api-path", 9 * MiB));
+    raw.socket.write(postHead("/validate/not-the-api-path", 9 * MiB));
     await Promise.race([raw.answered, raw.closed, new Promise(r => setTimeout(r, 1000))]);
     expect(raw.received()).toMatch(/^HTTP\/1\.1 401 /);
     expect(raw.received()).toMatch(/\r\nConnection: close\r\n/i);
@@ -153,7 +103,7 @@ describe("bodies on a wrong API path are never read", () => {
 describe("reviews on the API path, within bounds", () => {
   it("a review declaring more than the 8 MiB limit is refused at once (413, a Status), unread", async () => {
     const raw = await open();
-    raw.socket.write(head(`/validate/${env.controller.apiPath}`, 9 * MiB));
+    raw.socket.write(postHead(`/validate/${env.controller.apiPath}`, 9 * MiB));
     await raw.closed; // no byte of the body was sent
     expect(raw.received()).toMatch(/^HTTP\/1\.1 413 /);
     expect(raw.received()).toContain("admission-guard/webhook/body-limit:");
@@ -162,7 +112,7 @@ describe("reviews on the API path, within bounds", () => {
 
 describe("slow callers are closed by the timeouts", () => {
   /** Sends `parts` one at a time, `gapMs` apart, until the server closes; how many it sent. */
-  async function trickle(raw: Raw, parts: string[], gapMs: number): Promise<number> {
+  async function trickle(raw: RawConnection, parts: string[], gapMs: number): Promise<number> {
     let sent = 0;
     for (const part of parts) {
       if (raw.socket.destroyed) break;
@@ -188,7 +138,7 @@ describe("slow callers are closed by the timeouts", () => {
   it("a review's body that trickles is cut off by the request timeout (twice the headers')", async () => {
     const raw = await open();
     const body = JSON.stringify(podCreateReview(pod("trickle")));
-    raw.socket.write(head(`/validate/${env.controller.apiPath}`, Buffer.byteLength(body)));
+    raw.socket.write(postHead(`/validate/${env.controller.apiPath}`, Buffer.byteLength(body)));
     // One byte every 100 ms would take minutes; the request timeout is 3 s here.
     const parts = body.slice(0, 100).split("");
     const sent = await trickle(raw, parts, 100);
