@@ -22,7 +22,7 @@ import {
   installPlainAnswers,
   raiseWebhookBodyLimit,
 } from "./webhook-body-limit";
-import { boundWebhookServer, installPathBeforeBody } from "./webhook-doors";
+import { boundWebhookServer, installPathBeforeBody, webhookServerBounded } from "./webhook-doors";
 import { WebhookArming } from "../webhooks/arm-live";
 import { kindsInForce } from "../workload-kinds/in-force";
 
@@ -199,6 +199,17 @@ const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; fail
 /** Mends Pepr; call it before Pepr builds its server (new PeprModule). */
 export function mendPepr(role: ModuleRole): void {
   for (const mend of MENDS) if (mend.when(role) && !mend.install()) Log.warn(mend.failed);
+}
+
+/**
+ * Says so when Pepr, started, made its server otherwise than the mends expect: a later Pepr that
+ * no longer calls `https.createServer(options, app)` leaves its server with Node's defaults.
+ */
+export function checkPeprStarted(role: ModuleRole): void {
+  if (running(role) && !webhookServerBounded())
+    Log.warn(
+      "could not bound Pepr's webhook server: Pepr made none with https.createServer(options, app) (no connection cap, Node's 300 s request timeout)",
+    );
 }
 
 /**

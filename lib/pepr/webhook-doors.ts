@@ -66,6 +66,9 @@ export function serverBounds(env: NodeJS.ProcessEnv = process.env): ServerBounds
 
 const BOUNDED = Symbol.for("admission-guard.server-bounds");
 type CreateServer = typeof https.createServer & { [BOUNDED]?: true };
+/** Whether a server was made with the bounds (Pepr makes its own when the module starts). */
+let boundServers = 0;
+export const webhookServerBounded = () => boundServers > 0;
 
 /**
  * Makes the HTTPS server Pepr makes for its express app (its startServer:
@@ -88,6 +91,7 @@ export function boundWebhookServer(bounds: ServerBounds = serverBounds()): boole
     server.keepAliveTimeout = keepAliveTimeout;
     // Past it, Node closes a new connection at once: refused, never queued.
     server.maxConnections = maxConnections;
+    boundServers++;
     return server;
   } as CreateServer;
   bounded[BOUNDED] = true;

@@ -12,7 +12,11 @@ import { clusterObjects, DEMO_NS } from "./cases";
 const HEADERS_TIMEOUT_MS = 1500;
 const env = useEnvironment({
   objects: clusterObjects,
-  env: { PEPR_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS) },
+  env: {
+    PEPR_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+    // The harness's keep-alive agent reads the server's hint and closes first (after 1 s).
+    PEPR_KEEP_ALIVE_TIMEOUT_MS: "2000",
+  },
 });
 
 const MiB = 1024 * 1024;
@@ -134,6 +138,14 @@ describe("slow callers are closed by the timeouts", () => {
     await raw.closed;
     expect(sent).toBeLessThan(lines.length);
   }, 20_000);
+
+  it("an idle kept-alive connection is closed after PEPR_KEEP_ALIVE_TIMEOUT_MS, which the answers announce", async () => {
+    const raw = await open();
+    raw.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    await raw.closed; // nothing more sent: the controller closed it
+    expect(raw.received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(raw.received()).toMatch(/\r\nKeep-Alive: timeout=2\r\n/i); // Node's default: 5
+  });
 
   it("a review's body that trickles is cut off by the request timeout (twice the headers')", async () => {
     const raw = await open();
