@@ -8,6 +8,7 @@ import { serviceAccountForNewNamespace } from "./capabilities/service-account/ru
 import { configureAdmission } from "./lib/pepr/adapter";
 import {
   armWebhooks,
+  checkPeprStarted,
   loadSettings,
   mendPepr,
   moduleRole,
@@ -31,4 +32,5 @@ const module = new PeprModule(cfg, capabilities, { deferStart: true });
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
 if (!role.building) module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));
+checkPeprStarted(role);
 armWebhooks(settings, role);

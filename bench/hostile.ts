@@ -10,6 +10,10 @@
 // - Well-formed pods: 5/s in another namespace, images from a well-behaved registry, reviewed the
 //   same way on connections of their own (the API server opens as many as it needs).
 // - Sampled every 250 ms: the controller's RSS; at the end, whether it is still the same process.
+// - The unauthenticated flood (issue 40), a phase of its own: no secret API path, no registry.
+//   48 connections each send the head of an 8 MiB POST to a wrong path and half of its body, and
+//   open again 250 ms after the controller closed them; 4 senders post complete 8 MiB bodies
+//   that are not JSON to a wrong path, one after another. Both stop when the well-formed pods do.
 //
 // The controller gets the heap Node gives itself in the admission pod (--heap, 259 MiB for Pepr's
 // 512Mi limit). Each bundle runs twice, quiet (well-formed pods only) and attacked.
@@ -17,6 +21,7 @@
 // pod refused, none waiting past 2 s (mutate + validate), the controller never restarted.
 //
 //   npm run bench:hostile                      50/s for 60 s (the issue's figures)
+//   npm run bench:hostile -- --phases quiet,flooded --seconds 20   only those phases
 //   npm run bench:hostile -- --rate 20 --seconds 20
 //   npm run bench:hostile -- --bundle before=<path of an older dist/pepr-<uuid>.js>   side by side
 //   (an older bundle must sit inside the repo, e.g. bench/runs/before/, to find Pepr; --skip-ours
@@ -33,6 +38,7 @@ import { sendHttps } from "../test/support/https";
 import { TestRegistry } from "../test/support/registry";
 import { startStandIn } from "../test/support/stand-in-api";
 import { cachesSynced } from "../test/support/wait";
+import { openRaw, postHead, writeBody, type RawConnection } from "../test/support/raw-tls";
 
 const argv = process.argv.slice(2);
 const arg = (name: string, fallback: number) => {
@@ -52,6 +58,13 @@ const LIMIT_MIB = 512;
 const HEAP_MIB = arg("heap", 259);
 const BODY_BYTES = 4 * 1024 * 1024;
 const HOP_DELAY_MS = 200;
+/** Connections holding half-sent bodies, and senders of complete ones, in the flood. */
+const FLOOD_HELD = arg("flood-held", 48);
+const FLOOD_SENDERS = arg("flood-senders", 4);
+const FLOOD_BODY = 8 * 1024 * 1024;
+const PHASES = (
+  argv.includes("--phases") ? argv[argv.indexOf("--phases") + 1] : "quiet,attacked,flooded"
+).split(",");
 const bundles: Record<string, string> = argv.includes("--skip-ours") ? {} : { ours: bundlePath() };
 for (let i = 0; i < argv.length; i++)
   if (argv[i] === "--bundle") {
@@ -163,7 +176,49 @@ async function paced<T>(
   return Promise.all(pending);
 }
 
-async function run(name: string, bundle: string, hostileRate: number) {
+/**
+ * The unauthenticated flood on the controller's port until `until()` says stop: what anyone who
+ * reaches the port can send without the API path. Counts the requests started.
+ */
+async function flood(port: number, ca: string, until: () => boolean) {
+  let held = 0;
+  let complete = 0;
+  const wrong = "/mutate/not-the-api-path";
+  const pause = (ms: number) => new Promise(ok => setTimeout(ok, ms));
+  /** Opens connections one after another until the phase ends; `use` sends on each. */
+  const loop = (use: (raw: RawConnection) => Promise<void>) => async () => {
+    while (!until()) {
+      const raw = await openRaw(port, ca).catch(() => undefined);
+      if (raw) await use(raw);
+      else await pause(250);
+    }
+  };
+  const holder = loop(async raw => {
+    held++;
+    raw.socket.write(postHead(wrong, FLOOD_BODY));
+    await writeBody(raw, FLOOD_BODY / 2);
+    // Held until the controller closes it (Pepr 1.1.4 never did) or the phase ends.
+    while (!raw.socket.destroyed && !until()) await pause(100);
+    raw.socket.destroy();
+    await pause(250);
+  });
+  const notJson = Buffer.alloc(FLOOD_BODY, " ");
+  notJson.write("{not json");
+  const sender = loop(async raw => {
+    complete++;
+    raw.socket.write(postHead(wrong, FLOOD_BODY));
+    raw.socket.write(notJson);
+    await Promise.race([raw.answered, raw.closed, pause(15_000)]);
+    raw.socket.destroy();
+  });
+  await Promise.all([
+    ...Array.from({ length: FLOOD_HELD }, holder),
+    ...Array.from({ length: FLOOD_SENDERS }, sender),
+  ]);
+  return { held, complete };
+}
+
+async function run(name: string, bundle: string, hostileRate: number, flooded = false) {
   const evil = hostileRegistry();
   const evilHost = `127.0.0.1:${await evil.start()}`;
   const good = new TestRegistry();
@@ -191,7 +246,8 @@ async function run(name: string, bundle: string, hostileRate: number) {
   });
   await cachesSynced(api);
   const pid = pidOnPort(controller.port);
-  let peakRss = memoryMb(pid).rss;
+  const startRss = memoryMb(pid).rss;
+  let peakRss = startRss;
   const sampler = setInterval(() => {
     try {
       peakRss = Math.max(peakRss, memoryMb(pid).rss);
@@ -208,6 +264,10 @@ async function run(name: string, bundle: string, hostileRate: number) {
     spec: { containers: images.map((image, c) => ({ name: `c${c}`, image })) },
   });
   const started = performance.now();
+  let done = false;
+  const flooding = flooded
+    ? flood(controller.port, api.certs.caPem, () => done)
+    : Promise.resolve({ held: 0, complete: 0 });
   const [hostile, wellFormed] = await Promise.all([
     paced(hostileRate, SECONDS, (i, due) =>
       review(
@@ -228,6 +288,8 @@ async function run(name: string, bundle: string, hostileRate: number) {
       review(controller, goodAgent, pod("ml-good", i, [`${good.host}/ml/app${i % 4}:1`]), due),
     ),
   ]);
+  done = true;
+  const flooded_ = await flooding;
   clearInterval(sampler);
   const elapsed = (performance.now() - started) / 1000;
   let samePid = false;
@@ -248,7 +310,9 @@ async function run(name: string, bundle: string, hostileRate: number) {
   return {
     name,
     elapsed,
+    startRss,
     peakRss,
+    flood: flooded_,
     settledRss,
     samePid,
     registry: evil.stats(),
@@ -284,13 +348,16 @@ async function main() {
   );
   const results = [];
   // Each bundle quiet (well-formed pods only), then under attack: the ratios are the figures.
+  // Flooded: the unauthenticated flood beside the well-formed pods, no hostile pods.
   for (const [name, bundle] of Object.entries(bundles))
-    for (const [label, rate] of [
-      ["quiet", 0],
-      ["attacked", RATE],
+    for (const [label, rate, flooded] of [
+      ["quiet", 0, false],
+      ["attacked", RATE, false],
+      ["flooded", 0, true],
     ] as const) {
+      if (!PHASES.includes(label)) continue;
       console.log(`… ${name}, ${label} (${bundle})`);
-      results.push(await run(`${name}, ${label}`, bundle, rate));
+      results.push(await run(`${name}, ${label}`, bundle, rate, flooded));
     }
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
   console.log(
@@ -301,6 +368,20 @@ async function main() {
     console.log(
       `| ${r.name} | ${f(r.peakRss)} | ${f(r.settledRss)} | ${r.samePid ? "yes" : "NO"} | ${r.good.refused}/${r.good.count} | ${r.good.over2s} | ${f(r.good.p50)}/${f(r.good.p99)}/${f(r.good.max)} | ${f(r.hostile.p50)}/${f(r.hostile.p99)} | ${r.hostile.errors}/${r.hostile.count} | ${r.hostile.longestWarning} | ${r.registry.requests} | ${f(r.registry.bytesSent / 1048576)} |`,
     );
+  const floods = results.filter(r => r.flood.held + r.flood.complete > 0);
+  if (floods.length) {
+    console.log(
+      `\nunauthenticated flood: ${FLOOD_HELD} connections holding half of an 8 MiB body on a wrong path, ${FLOOD_SENDERS} senders of complete 8 MiB non-JSON bodies\n`,
+    );
+    console.log(
+      "| bundle | RSS before MiB | peak RSS MiB | held / complete bodies sent | well-formed refused | well-formed p99 ms |",
+    );
+    console.log("|---|--:|--:|--:|--:|--:|");
+    for (const r of floods)
+      console.log(
+        `| ${r.name} | ${f(r.startRss)} | ${f(r.peakRss)} | ${r.flood.held} / ${r.flood.complete} | ${r.good.refused}/${r.good.count} | ${f(r.good.p99)} |`,
+      );
+  }
   for (const name of Object.keys(bundles)) {
     const quiet = results.find(r => r.name === `${name}, quiet`);
     const attacked = results.find(r => r.name === `${name}, attacked`);
@@ -311,7 +392,7 @@ async function main() {
   }
   for (const r of results.filter(r => r.good.why.length))
     console.log(`${r.name}: well-formed pods refused: ${r.good.why.join("; ")}`);
-  for (const r of results.filter(r => r.hostile.count)) {
+  for (const r of results.filter(r => r.hostile.count || r.flood.held)) {
     const aims = [
       [`RSS under ${LIMIT_MIB / 2} MiB`, r.peakRss < LIMIT_MIB / 2],
       ["no well-formed pod refused", r.good.refused === 0],

@@ -2,9 +2,9 @@
 // timed and counted where it enters Pepr's server. Pepr 1.1.4's collector keeps its prom-client
 // registry private and offers label-less counters only, so /metrics answers Pepr's series and then
 // ours; and its own pepr_mutate/pepr_validate summaries stay at 0, so we measure the review here.
-import { readFileSync } from "node:fs";
 import { collectDefaultMetrics } from "prom-client";
 import { metricsCollector } from "pepr";
+import { peprApiPath } from "../pepr/api-path";
 import { wrapPeprJson } from "../pepr/webhook-body-limit";
 import { recordReview, registry } from "./index";
 
@@ -49,18 +49,6 @@ function stepOf(req: ReviewRequest): "mutate" | "validate" | undefined {
   if (req.path.startsWith("/mutate/")) return "mutate";
   if (req.path.startsWith("/validate/")) return "validate";
   return undefined;
-}
-
-/**
- * Pepr's secret API path, read as Pepr reads it (its controller: PEPR_API_PATH, else the mounted
- * Secret); undefined where there is none (the watcher, a test without one).
- */
-export function peprApiPath(): string | undefined {
-  try {
-    return process.env.PEPR_API_PATH || readFileSync("/app/api-path/value", "utf8").trim();
-  } catch {
-    return undefined;
-  }
 }
 
 /** What the review's answer says: the AdmissionReview Pepr sends, or none (an error page). */

@@ -23,6 +23,7 @@ import {
   installPlainAnswers,
   raiseWebhookBodyLimit,
 } from "./webhook-body-limit";
+import { boundWebhookServer, installPathBeforeBody, webhookServerBounded } from "./webhook-doors";
 import { WebhookArming } from "../webhooks/arm-live";
 import { kindsInForce } from "../workload-kinds/in-force";
 
@@ -153,6 +154,20 @@ const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; fail
     when: always,
     failed: "could not raise Pepr's request body limit (2mb)",
   },
+  // Only a review on the secret API path is read, within a budget of bytes; anything else is
+  // answered unread and its connection closed (lib/pepr/webhook-doors.ts). Inside the metrics and
+  // the drain, which wrap it.
+  {
+    install: installPathBeforeBody,
+    when: running,
+    failed: "could not check the API path before Pepr reads a request body",
+  },
+  // Timeouts and a connection cap on the server Pepr makes (none in Pepr 1.1.4).
+  {
+    install: boundWebhookServer,
+    when: running,
+    failed: "could not bound Pepr's webhook server (connections, timeouts)",
+  },
   // Pepr's copy of each request is quadratic in alike entries: a hostile pod's 35,000 would stall it.
   {
     install: installLinearClone,
@@ -188,6 +203,17 @@ const MENDS: { install: () => boolean; when: (role: ModuleRole) => boolean; fail
 /** Mends Pepr; call it before Pepr builds its server (new PeprModule). */
 export function mendPepr(role: ModuleRole): void {
   for (const mend of MENDS) if (mend.when(role) && !mend.install()) Log.warn(mend.failed);
+}
+
+/**
+ * Says so when Pepr, started, made its server otherwise than the mends expect: a later Pepr that
+ * no longer calls `https.createServer(options, app)` leaves its server with Node's defaults.
+ */
+export function checkPeprStarted(role: ModuleRole): void {
+  if (running(role) && !webhookServerBounded())
+    Log.warn(
+      "could not bound Pepr's webhook server: Pepr made none with https.createServer(options, app) (no connection cap, Node's 300 s request timeout)",
+    );
 }
 
 /**

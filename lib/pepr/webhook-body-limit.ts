@@ -5,6 +5,8 @@ import { fromPepr } from "./from-pepr";
 
 /** Enough for any review the API server can send: 3 MiB new object + stored object + envelope. */
 export const WEBHOOK_BODY_LIMIT = "8mb";
+/** The same in bytes (express reads "8mb" as 8 × 1024 × 1024). */
+export const WEBHOOK_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 
 const WRAPPED = Symbol.for("admission-guard.body-limit");
 

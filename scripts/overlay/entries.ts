@@ -46,6 +46,8 @@ export interface WebhookClient {
 
 /** Where Pepr installs the module. */
 const NAMESPACE = "pepr-system";
+/** The port the admission pods serve the webhook (and /metrics) on: Pepr's, fixed. */
+export const WEBHOOK_PORT = 3000;
 /** Measured by `npm run bench:scale -- --memory-limit 512`: at 100,000 pods the watcher settles at
  * 285 MiB (peak 357 MiB with churn); Pepr's 512Mi limit holds, the request is what it settles at. */
 export const WATCHER_MEMORY = { request: "384Mi", limit: "512Mi" };
@@ -59,7 +61,7 @@ const GRACE_SECONDS = 15;
  * its Service name, so it is not verified on 127.0.0.1.
  */
 const DRAIN_SCRIPT = [
-  `const r=require("https").get({host:"127.0.0.1",port:3000,path:"${DRAIN_PATH}",rejectUnauthorized:false},`,
+  `const r=require("https").get({host:"127.0.0.1",port:${WEBHOOK_PORT},path:"${DRAIN_PATH}",rejectUnauthorized:false},`,
   `s=>{s.resume();s.on("end",()=>process.exit(s.statusCode===200?0:1))});`,
   `r.on("error",()=>process.exit(1));setTimeout(()=>process.exit(1),10000).unref()`,
 ].join("");
@@ -118,6 +120,7 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
   const namespaceKeysObjects = namespaceKeys.objects(
     notAnAdmin(JSON.stringify(admins.adminUsers), JSON.stringify(admins.adminGroups)),
   );
+  const webhookPolicy = webhookNetworkPolicy(NAME);
 
   return [
     {
@@ -379,8 +382,80 @@ ${helmObjects(namespaceKeysObjects)}`,
         ),
       },
     },
+    {
+      name: "webhook-network-policy",
+      why: "opt-in: only admin-listed sources (the API server, metrics scrapers) reach the admission pods' port; anyone else who reaches the Service can still open connections and send requests, bounded but not free",
+      summary: `opt-in NetworkPolicy ${webhookPolicy.name} (dist/admission-guard-webhook-networkpolicy.yaml, chart webhookNetworkPolicy.enabled with cidrs / peers)`,
+      files: {
+        "admission-guard-webhook-networkpolicy.yaml": `# Opt-in (kubectl apply -f): only the sources below reach the admission pods' port ${WEBHOOK_PORT}.
+# Replace API-SERVER-CIDR with the addresses the API server calls webhooks from (docs/deploy.md,
+# "Who may reach the webhook port"): until then this file does not apply. Add your metrics
+# scraper (an ipBlock, or a namespaceSelector/podSelector peer) or /metrics is cut off too.
+# Leave a source out and, once the webhooks are armed (failurePolicy Fail), pod writes are refused.
+${helmObjects(webhookPolicy.objects([{ ipBlock: { cidr: "API-SERVER-CIDR" } }]))}`,
+      },
+      newValues: [
+        {
+          key: "webhookNetworkPolicy",
+          defaults: { enabled: false, cidrs: [], peers: [] },
+          schema: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              enabled: { type: "boolean" },
+              cidrs: strings,
+              peers: { type: "array", items: { type: "object" } },
+            },
+            required: ["enabled"],
+          },
+        },
+      ],
+      templates: {
+        "webhook-network-policy.yaml": helmObjects(
+          webhookPolicy.objects("SOURCES"),
+          ".Values.webhookNetworkPolicy.enabled",
+        )
+          // An ingress rule without sources admits every source: refuse to render one.
+          .replace(
+            /^/,
+            `{{- if and .Values.webhookNetworkPolicy.enabled (not (or .Values.webhookNetworkPolicy.cidrs .Values.webhookNetworkPolicy.peers)) }}
+{{- fail "webhookNetworkPolicy.enabled needs cidrs or peers: the API server's addresses at least (docs/deploy.md)" }}
+{{- end }}
+`,
+          )
+          .replace(
+            "from: SOURCES",
+            `from:
+        {{- range .Values.webhookNetworkPolicy.cidrs }}
+        - ipBlock:
+            cidr: {{ . | quote }}
+        {{- end }}
+        {{- with .Values.webhookNetworkPolicy.peers }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}`,
+          ),
+      },
+    },
     monitoring(ctx),
   ];
+}
+
+/** Ingress to the admission pods' port from `from` only (NetworkPolicy peers). */
+function webhookNetworkPolicy(NAME: string) {
+  const name = `${NAME}-webhook`;
+  const objects = (from: object[] | string): KubeObject[] => [
+    {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "NetworkPolicy",
+      metadata: { name, namespace: NAMESPACE },
+      spec: {
+        podSelector: { matchLabels: { app: NAME, "pepr.dev/controller": "admission" } },
+        policyTypes: ["Ingress"],
+        ingress: [{ ports: [{ port: WEBHOOK_PORT, protocol: "TCP" }], from }],
+      },
+    },
+  ];
+  return { name, objects };
 }
 
 const strings = { type: "array", items: { type: "string" } };

@@ -574,6 +574,51 @@ describe("issue 26: the install's doors (scripts/overlay/entries.ts: admission-d
     expect(labelled).toEqual(["admission-guard-exemptions"]);
   });
 
+  it("ships the webhook NetworkPolicy opt-in (issue 40): the admission pods' serving port from listed sources only; a file of its own and a chart value off by default, none in the manifest", () => {
+    const dist = join(REPO_ROOT, "dist");
+    const [policy, ...more] = parseAllDocuments(
+      readFileSync(join(dist, "admission-guard-webhook-networkpolicy.yaml"), "utf8"),
+    ).map(d => d.toJS() as KubeObject);
+    expect(more).toEqual([]);
+    expect(policy.kind).toBe("NetworkPolicy");
+    const spec = policy.spec as {
+      podSelector: { matchLabels: Record<string, string> };
+      ingress: { ports: { port: number }[]; from: object[] }[];
+    };
+    // It selects the admission pods (not the watcher) and names the port they serve on, which
+    // is the Service's targetPort: a NetworkPolicy sees the pod's port, not the Service's 443.
+    const docs = docsOf(dist);
+    const admission = docs.find(
+      d => d.kind === "Deployment" && d.metadata?.name === `pepr-${pkg.pepr.uuid}`,
+    )!;
+    const template = (
+      admission.spec as {
+        template: {
+          metadata: { labels: Record<string, string> };
+          spec: { containers: { ports: { containerPort: number }[] }[] };
+        };
+      }
+    ).template;
+    expect(template.metadata.labels).toMatchObject(spec.podSelector.matchLabels);
+    expect(spec.podSelector.matchLabels["pepr.dev/controller"]).toBe("admission");
+    const service = docs.find(
+      d => d.kind === "Service" && d.metadata?.name === `pepr-${pkg.pepr.uuid}`,
+    )!;
+    const port = (service.spec as { ports: { targetPort: number }[] }).ports[0].targetPort;
+    expect(spec.ingress.map(rule => rule.ports.map(p => p.port))).toEqual([[port]]);
+    expect(template.spec.containers[0].ports[0].containerPort).toBe(port);
+    // Never a rule without sources (that admits everyone): the file's placeholder is no address.
+    expect(spec.ingress[0].from).toEqual([{ ipBlock: { cidr: "API-SERVER-CIDR" } }]);
+    expect(docs.filter(d => d.kind === "NetworkPolicy")).toEqual([]);
+    const chart = chartFile(dist, "templates/webhook-network-policy.yaml");
+    expect(chart).toMatch(/\{\{- fail "webhookNetworkPolicy\.enabled needs cidrs or peers/);
+    expect(chart).toMatch(/^\{\{- if \.Values\.webhookNetworkPolicy\.enabled \}\}$/m);
+    expect(chart).toContain("{{- range .Values.webhookNetworkPolicy.cidrs }}");
+    expect(chartFile(dist, "values.yaml")).toMatch(
+      /webhookNetworkPolicy:\n\s+enabled: false\n\s+cidrs: \[\]\n\s+peers: \[\]/,
+    );
+  });
+
   it("settings ignoredNamespaces join the system ones in every webhook's namespaceSelector and the chart's values; once however often it runs", async () => {
     const dist = distCopy();
     try {

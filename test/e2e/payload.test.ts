@@ -113,13 +113,16 @@ describe("payload-size through the controller", () => {
 
   it("still refuses bodies above the raised limit (8 MiB) at the HTTP level", async () => {
     const review = workloadReview(configMap(9 * MiB), "CREATE");
-    const result = await controller.post(
-      `/validate/${controller.apiPath}`,
-      JSON.stringify(review),
-      "application/json",
-    );
+    // Refused from its declared length, unread (issue 40): a 413 and the connection closed, which
+    // a client still uploading may see as the connection reset before it reads the 413.
+    const result = await controller
+      .post(`/validate/${controller.apiPath}`, JSON.stringify(review), "application/json")
+      .catch((e: NodeJS.ErrnoException) => String(e.code));
     // What the API server would see: not an AdmissionReview, so "failed calling webhook".
-    expect(result.status).toBe(413);
-    expect(result.json).toBeUndefined();
+    if (typeof result === "string") expect(["EPIPE", "ECONNRESET"]).toContain(result);
+    else {
+      expect(result.status).toBe(413);
+      expect((result.json as { code?: number; kind?: string }).kind).toBe("Status");
+    }
   });
 });

@@ -53,6 +53,8 @@ export interface Controller {
   /** https://127.0.0.1:<port> */
   url: string;
   port: number;
+  /** The controller's process id (its memory: /proc/<pid>/status). */
+  pid: number;
   /** The secret path segment: requests go to /mutate/<apiPath> and /validate/<apiPath>. */
   apiPath: string;
   /** POSTs an AdmissionReview to /mutate/<apiPath>; rejects unless HTTP 200 with a response. */
@@ -230,6 +232,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   return {
     url,
     port,
+    pid: child.pid!,
     apiPath,
     mutate: review => admission("mutate", review),
     validate: review => admission("validate", review),
