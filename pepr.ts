@@ -2,7 +2,7 @@
 // in lib/pepr/module-start.ts). Settings come from the controller's environment (package.json
 // `pepr.env`, Helm values) and are validated before anything starts.
 import { PeprModule } from "pepr";
-import cfg from "./package.json";
+import { description, pepr } from "./package.json";
 import { capabilities, policies } from "./capabilities";
 import { serviceAccountForNewNamespace } from "./capabilities/service-account/rules";
 import { configureAdmission } from "./lib/pepr/adapter";
@@ -28,7 +28,7 @@ mendPepr(role);
 const deps = { settings, cluster, policies };
 configureAdmission(deps);
 startBackground(deps, role);
-const module = new PeprModule(cfg, capabilities, { deferStart: true });
+const module = new PeprModule({ description, pepr }, capabilities, { deferStart: true });
 // Pepr listens on 3000 (what its Deployment and Service expect); ADMISSION_GUARD_PORT lets tests
 // and the demo run several controllers side by side on one machine.
 if (!role.building) module.start(Number(process.env.ADMISSION_GUARD_PORT || 3000));

@@ -6,7 +6,7 @@
 import { Capability } from "pepr";
 import { bindShared } from "../../lib/pepr/adapter";
 import { workloadSettingsAtBuild } from "../../lib/settings";
-import cfg from "../../package.json";
+import { pepr } from "../../package.json";
 
 export const Pods = new Capability({
   name: "pods",
@@ -15,4 +15,4 @@ export const Pods = new Capability({
 // After every mutating webhook (ours, and sidecar injectors'), the pod as it will be stored; and
 // when an update changes a container (`kubectl set image`, `kubectl debug`'s ephemeral
 // containers): a Validate on Pod CREATE and UPDATE, as lib/engine/routes.ts declares.
-bindShared(Pods, workloadSettingsAtBuild(cfg.pepr.env));
+bindShared(Pods, workloadSettingsAtBuild(pepr.env));

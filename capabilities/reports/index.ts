@@ -13,7 +13,7 @@
 import { Capability, a } from "pepr";
 import { backgroundActions } from "../../lib/reports/watcher";
 import { backgroundBindingsWanted } from "../../lib/settings";
-import cfg from "../../package.json";
+import { pepr } from "../../package.json";
 
 export const Reports = new Capability({
   name: "reports",
@@ -26,7 +26,7 @@ const { onNamespace } = backgroundActions();
 // Deployment, and the process that runs the scan, only for a module with a Watch binding. Its action
 // has the objects of a namespace whose labels changed judged again. With reports and events both
 // off (package.json pepr.env, read when the module is built), no binding: no watcher Deployment.
-if (backgroundBindingsWanted(cfg.pepr.env)) {
+if (backgroundBindingsWanted(pepr.env)) {
   const registered = Reports.bindings.length;
   When(a.Namespace).IsCreatedOrUpdated().Watch(onNamespace);
   // Deletions too (a namespace gone is forgotten). Pepr 1.1.4's When() offers a Watch no "any

@@ -9,7 +9,7 @@
 import { Capability } from "pepr";
 import { bindShared } from "../../lib/pepr/adapter";
 import { workloadSettingsAtBuild } from "../../lib/settings";
-import cfg from "../../package.json";
+import { pepr } from "../../package.json";
 
 export const Workloads = new Capability({
   name: "workloads",
@@ -21,4 +21,4 @@ export const Workloads = new Capability({
 // Pepr binding per kind, or per API group where it names several (bindingsOf). The settings are
 // the ones the module is built with (package.json pepr.env): they decide the webhook's rules. A
 // cluster without one of the CRDs never sends one: nothing fails.
-bindShared(Workloads, workloadSettingsAtBuild(cfg.pepr.env));
+bindShared(Workloads, workloadSettingsAtBuild(pepr.env));

@@ -1,7 +1,7 @@
 // The start-up of the admission-guard module, step by step, in the order pepr.ts calls them:
 // settings, the live cluster, the mends to Pepr, the watcher's background, the webhooks' arming.
 import { Log } from "pepr";
-import cfg from "../../package.json";
+import { pepr } from "../../package.json";
 import type { NamespaceInfo } from "../cluster/view";
 import { LiveCluster } from "../cluster/live";
 import { installExemptionCrd } from "../exemptions/crd";
@@ -69,7 +69,7 @@ export function loadSettings(role: ModuleRole): Settings {
 }
 
 function parseSettings(): { settings: Settings; atBuild: Settings } {
-  const controllerEnv = cfg.pepr.env as Record<string, string>;
+  const controllerEnv = pepr.env as Record<string, string>;
   try {
     return {
       settings: settingsFromEnv(moduleEnvironment(controllerEnv)),
@@ -116,7 +116,7 @@ export function startCluster(
   const cluster = new LiveCluster(Log, {
     exemptionsNamespace: settings.exemptions.enabled ? settings.exemptions.namespace : undefined,
     // Exemptions count only in the namespace the install created (the build overlay, scripts/overlay/entries.ts).
-    exemptionsOwner: cfg.pepr.uuid,
+    exemptionsOwner: pepr.uuid,
     // New namespaces get their ServiceAccount from the admission controller only.
     serviceAccountFor: role.watcher ? undefined : ns => serviceAccountFor(ns, settings),
     images: settings.images.inspect
@@ -129,7 +129,7 @@ export function startCluster(
     if (!role.watcher) void installExemptionCrd(Log);
     // `pepr dev` applies none of the overlay's objects: the namespace is created here, never adopted.
     if (role.dev && settings.exemptions.enabled)
-      void createExemptionsNamespace(settings.exemptions.namespace, cfg.pepr.uuid, Log);
+      void createExemptionsNamespace(settings.exemptions.namespace, pepr.uuid, Log);
   }
   return cluster;
 }
@@ -228,7 +228,7 @@ export function startBackground(deps: ModuleDeps, role: ModuleRole): void {
   // bindings keep every object whole (lib/reports/scan-watches.ts).
   const watches = new ScanWatches({
     workloadKinds: kindsInForce(settings.workloads),
-    ignoredNamespaces: watchIgnoredNamespaces(cfg.pepr),
+    ignoredNamespaces: watchIgnoredNamespaces(pepr),
     log: Log,
   });
   const scanner = reports.enabled
@@ -277,7 +277,7 @@ export function startBackground(deps: ModuleDeps, role: ModuleRole): void {
 export function armWebhooks(settings: Settings, role: ModuleRole): void {
   if (role.building || role.watcher) return;
   new WebhookArming({
-    name: `pepr-${cfg.pepr.uuid}`,
+    name: `pepr-${pepr.uuid}`,
     wanted: settings.webhooks.failurePolicy,
     log: Log,
   }).start();

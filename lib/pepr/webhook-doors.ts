@@ -4,7 +4,7 @@
 // and the method before a byte of the body, with a process-wide budget of body bytes; and bounds on
 // the server Pepr makes. Why: docs/adr/0026-the-path-before-the-body.md
 import https from "node:https";
-import cfg from "../../package.json";
+import { pepr } from "../../package.json";
 import { peprApiPath } from "./api-path";
 import { WEBHOOK_BODY_LIMIT_BYTES, wrapPeprJson } from "./webhook-body-limit";
 
@@ -193,7 +193,7 @@ export function installPathBeforeBody(
           return refuse(
             res,
             429,
-            `admission-guard/webhook/body-budget: ${mib(inFlight)} of reviews are being read already, and this one's ${mib(reserved)} would pass the ${mib(budget)} the controller reads at once; refused unread. Fix: retry; if it repeats, add replicas: kubectl scale deployment pepr-${cfg.pepr.uuid} -n pepr-system --replicas=3`,
+            `admission-guard/webhook/body-budget: ${mib(inFlight)} of reviews are being read already, and this one's ${mib(reserved)} would pass the ${mib(budget)} the controller reads at once; refused unread. Fix: retry; if it repeats, add replicas: kubectl scale deployment pepr-${pepr.uuid} -n pepr-system --replicas=3`,
           );
         inFlight += reserved;
         res.once("close", () => (inFlight -= reserved));
