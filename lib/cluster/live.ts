@@ -35,6 +35,7 @@ import { DraCaches, type DraCachesOptions } from "./dra-live";
 import {
   EXEMPTION_GVK,
   exemptionsNamespaceOwned,
+  type ExemptionsNamespaceState,
   notOwnedFix,
   notOwnedReason,
 } from "../exemptions";
@@ -44,9 +45,6 @@ import type { KubeObject } from "../objects/pod";
 import { ServiceAccounts } from "./service-accounts";
 import { ServingRuntimeCaches, type ServingRuntimeCachesOptions } from "./serving-runtime-cache";
 import { WatchedStore, type Logger } from "./watched-store";
-
-/** Whether Exemptions can count (LiveCluster.exemptionsNamespaceState). */
-export type ExemptionsNamespaceState = "owned" | "not-owned" | "absent";
 
 /** A namespace created less than this long ago counts as new: it gets its ServiceAccount at once. */
 export const NEW_NAMESPACE_WINDOW_MS = 5 * 60_000;

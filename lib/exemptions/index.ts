@@ -273,6 +273,9 @@ export function exemptionsNamespaceOwned(
   return !!moduleUuid && namespace?.labels[OWNED_BY_LABEL] === moduleUuid;
 }
 
+/** Whether Exemptions can count: their namespace is the install's own, exists without it, or is absent. */
+export type ExemptionsNamespaceState = "owned" | "not-owned" | "absent";
+
 /**
  * The Exemptions namespace as the install creates it (the build overlay's manifest and chart, and
  * `pepr dev`: lib/exemptions/dev-namespace.ts): labelled as the install's own.

@@ -7,6 +7,7 @@
 // Our registry is served on the controller's /metrics after Pepr's own (lib/metrics/serve.ts).
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { BoundedLabel, OTHER } from "./bounded-label";
+import type { ExemptionsNamespaceState } from "../exemptions";
 
 export const registry = new Registry();
 
@@ -168,10 +169,10 @@ export const cacheAge = perCacheGauge(
   },
 );
 
-let exemptionsNamespace: (() => "owned" | "not-owned" | "absent" | undefined) | undefined;
+let exemptionsNamespace: (() => ExemptionsNamespaceState | undefined) | undefined;
 /** The live cluster view reports whether its Exemptions namespace is the install's own (read at scrape time). */
 export function observeExemptionsNamespace(
-  state: () => "owned" | "not-owned" | "absent" | undefined,
+  state: () => ExemptionsNamespaceState | undefined,
 ): void {
   exemptionsNamespace = state;
 }
