@@ -3,7 +3,7 @@
 import type { V1Container } from "@kubernetes/client-node";
 import { fieldPath, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
 import type { Settings } from "../../lib/settings";
-import { type RuleChange } from "../../lib/objects/policy";
+import { type RuleChange } from "../../lib/engine/policy";
 import { checksFor, type LevelVersion } from "./checks";
 import {
   asObject,

@@ -5,7 +5,7 @@
 // (spec.securityContext) and fix-container.ts (each container's), scratch volumes in fix-scratch.ts.
 import type { V1Container } from "@kubernetes/client-node";
 import { type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
-import { type RuleChange } from "../../lib/objects/policy";
+import { type RuleChange } from "../../lib/engine/policy";
 import { type LevelVersion } from "./checks";
 import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
 import { identityFor, imageContainers, type Identity } from "./image-user";
