@@ -20,7 +20,7 @@ import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
   type PodTarget,
-  type Policy,
+  type PolicyRules,
   type RuleContext,
   type RuleFindings,
 } from "../../lib/objects/policy";
@@ -332,7 +332,7 @@ function checkGang(object: KubeObject, targets: PodTarget[], ctx: RuleContext): 
 /** The rules a quota decides; not evaluated on a stored object (the scan). */
 const QUOTA_RULES = ["quota-exceeded", "quota-must-specify"];
 
-export const resourceQuotaPolicy: Policy = {
+export const resourceQuotaRules: PolicyRules = {
   name: CAPABILITY,
   switchedBy: "resourceQuota",
   rules: [
