@@ -20,7 +20,7 @@
 import { capabilityOf } from "./lib/pepr/adapter";
 // A policy from its rules and what it acts on; how to say a field's path in messages (pods and
 // workload templates alike).
-import { policyOf } from "./lib/objects/policy";
+import { policyOf } from "./lib/engine/policy";
 import { fieldPath } from "./lib/objects/pod";
 
 /** The label this demo sets and the one it refuses. */

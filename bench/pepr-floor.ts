@@ -7,7 +7,7 @@ import { Capability, PeprModule } from "pepr";
 import cfg from "../package.json";
 import { helloPeprPolicy } from "../hello-pepr";
 import { SnapshotCluster } from "../lib/cluster/view";
-import { policyOf } from "../lib/objects/policy";
+import { policyOf } from "../lib/engine/policy";
 import { bindAdmission, configureAdmission } from "../lib/pepr/adapter";
 import { defaultSettings } from "../lib/settings";
 

@@ -6,7 +6,7 @@
 // line in `areas` (docs/add-a-capability.md).
 import { HelloPepr } from "../hello-pepr";
 import { policiesOf, validatorsOf } from "../lib/pepr/adapter";
-import type { Policy, Validator } from "../lib/objects/policy";
+import type { Policy, Validator } from "../lib/engine/policy";
 import { admissionFor } from "./admission";
 import { Exemptions } from "./exemptions";
 import { ImageRegistry } from "./image-registry";

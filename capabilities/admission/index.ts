@@ -7,7 +7,7 @@
 // each finding still names its area (admission-guard/<capability>/<rule>: ...). Why not a binding
 // per area: docs/adr/0030. docs/policies.md's table "What runs where" is made from the same routes.
 import { Capability } from "pepr";
-import type { Policy } from "../../lib/objects/policy";
+import type { Policy } from "../../lib/engine/policy";
 import { bindAdmission } from "../../lib/pepr/adapter";
 import { ADMISSION } from "../../lib/engine/routes";
 import { workloadSettingsAtBuild } from "../../lib/settings";

@@ -1,7 +1,7 @@
 // image-registry as a Pepr capability: images come from allowed registries (settings.registries,
 // narrowed per namespace by the admission-guard.dev/allowed-registries annotation); mirrors rewrite
 // images. The rules are in rules.ts and policy.ts.
-import { policyOf } from "../../lib/objects/policy";
+import { policyOf } from "../../lib/engine/policy";
 import { capabilityOf } from "../../lib/pepr/adapter";
 import { imageRegistryRules } from "./policy";
 

@@ -1,6 +1,6 @@
 // labels as a Pepr capability: the app label carried to app.kubernetes.io/component, and the
 // component a namespace requires. The rules are in rules.ts and policy.ts.
-import { policyOf } from "../../lib/objects/policy";
+import { policyOf } from "../../lib/engine/policy";
 import { capabilityOf } from "../../lib/pepr/adapter";
 import { labelsRules } from "./policy";
 

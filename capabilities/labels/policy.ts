@@ -1,5 +1,5 @@
 // The labels policy (pure; index.ts is its Pepr capability): wiring only, the rules are in rules.ts.
-import { noFindings, type PolicyRules } from "../../lib/objects/policy";
+import { noFindings, type PolicyRules } from "../../lib/engine/policy";
 import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
 
 export const labelsRules: PolicyRules = {

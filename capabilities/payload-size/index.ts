@@ -1,6 +1,6 @@
 // payload-size as a Pepr capability: oversize objects and runaway env, volume and annotation
 // counts, naming the biggest parts. The rules are in rules.ts and policy.ts.
-import { CONFIG_MAP, SECRET, policyOf } from "../../lib/objects/policy";
+import { CONFIG_MAP, SECRET, policyOf } from "../../lib/engine/policy";
 import { capabilityOf } from "../../lib/pepr/adapter";
 import { payloadSizeRules } from "./policy";
 

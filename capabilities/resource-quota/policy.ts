@@ -23,18 +23,12 @@ import {
   type PolicyRules,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
 import { checkGangClaims, checkPodClaims, checkRoleClaimFit } from "./dra";
 import { checkGangQuotas, type GangRole } from "./gang";
-import {
-  defaultsOf,
-  gangOfJob,
-  gangOfKueuePod,
-  gangOfRoles,
-  isGangKind,
-  judgeGangCapacity,
-} from "./gang-capacity";
+import { defaultsOf, judgeGangCapacity } from "./gang-capacity";
+import { gangOfJob, gangOfKueuePod, gangOfRoles, isGangKind } from "./gang-capacity-demand";
 import { checkNodeFit } from "./node-fit";
 import { CAPABILITY, checkQuotas, type QuotaDemand } from "./quota";
 import {

@@ -1,7 +1,7 @@
 // security-context as a Pepr capability: Pod Security Standards, to the level the namespace
 // enforces (restricted by default). The fixes are in fix.ts, one file per Pod Security check in
 // checks/, the policy in policy.ts.
-import { policyOf } from "../../lib/objects/policy";
+import { policyOf } from "../../lib/engine/policy";
 import { capabilityOf } from "../../lib/pepr/adapter";
 import { securityContextRules } from "./policy";
 

@@ -1,7 +1,7 @@
 // service-account as a Pepr capability: pods moved off `default` to a dedicated ServiceAccount,
 // and the secrets they read checked against what that account may read. The rules are in
 // rules.ts and secret-access.ts, the policy in policy.ts.
-import { policyOf } from "../../lib/objects/policy";
+import { policyOf } from "../../lib/engine/policy";
 import { capabilityOf } from "../../lib/pepr/adapter";
 import { serviceAccountRules } from "./policy";
 

@@ -1,6 +1,6 @@
 // shared-memory as a Pepr capability: a memory-backed /dev/shm for the pods of data loaders. The
 // rules are in rules.ts and policy.ts.
-import { policyOf } from "../../lib/objects/policy";
+import { policyOf } from "../../lib/engine/policy";
 import { capabilityOf } from "../../lib/pepr/adapter";
 import { sharedMemoryRules } from "./policy";
 

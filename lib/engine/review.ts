@@ -2,8 +2,9 @@
 // binding by binding, from the routes Pepr's bindings are registered from (routes.ts, made from
 // every capability's declaration).
 import { kindsInForce } from "../workload-kinds/in-force";
-import { isWorkload, type KubeObject } from "../objects/pod";
-import type { Policy, Validator } from "../objects/policy";
+import type { KubeObject } from "../objects/pod";
+import { isWorkload } from "../workload-kinds/built-in";
+import type { Policy, Validator } from "./policy";
 import type { Mode } from "../settings";
 import type { Change, Skip, Violation } from "../objects/verdict";
 import { answer, validatorAnswer } from "./answer";
@@ -74,7 +75,8 @@ export async function review(
     routeMatches(r, object, request.operation, deps.settings),
   );
   const changes: Change[] = [];
-  for (const route of routes.filter(r => r.step === "mutate"))
+  // One mutating route at most receives an object (Pods or templates).
+  if (routes.some(r => r.step === "mutate"))
     changes.push(...(await mutate(request, deps, policies)).changes);
   const answers: Answer[] = [];
   for (const route of routes.filter(r => r.step === "validate")) {

@@ -2,30 +2,15 @@
 // (Policy.acts, policyOf): the routes Pepr's bindings are registered from (lib/pepr/adapter.ts),
 // the webhook's rules (webhookRules, written by the build overlay), and what `check` replays
 // (review.ts). Pure data: no Pepr here. Why one Mutate and one Validate: docs/adr/0030.
-import { isPod, isWorkload, type KubeObject } from "../objects/pod";
-import {
-  isKind,
-  POD,
-  type KindRef,
-  type Operation,
-  type Policy,
-  type Validator,
-} from "../objects/policy";
+import { isPod, type KubeObject } from "../objects/pod";
+import { isWorkload } from "../workload-kinds/built-in";
+import { BUILT_IN_WORKLOADS } from "../workload-kinds/table";
+import { isKind, POD, type KindRef, type Operation, type Policy, type Validator } from "./policy";
 import type { Settings } from "../settings";
 import { groupOf, pluralOf } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
 
 const CREATE_OR_UPDATE: readonly Operation[] = ["CREATE", "UPDATE"];
-
-const BUILT_IN_WORKLOADS: readonly KindRef[] = [
-  { group: "apps", version: "v1", kind: "Deployment" },
-  { group: "apps", version: "v1", kind: "StatefulSet" },
-  { group: "apps", version: "v1", kind: "DaemonSet" },
-  { group: "apps", version: "v1", kind: "ReplicaSet" },
-  { group: "", version: "v1", kind: "ReplicationController" },
-  { group: "batch", version: "v1", kind: "Job" },
-  { group: "batch", version: "v1", kind: "CronJob" },
-];
 
 export interface Route {
   /** The Pepr capability that holds the binding: the shared `admission`, or a validator's. */

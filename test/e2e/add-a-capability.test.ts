@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { examples, policies as modulePolicies } from "../../capabilities";
 import type { KubeObject } from "../../lib/objects/pod";
-import type { Policy, Validator } from "../../lib/objects/policy";
+import type { Policy, Validator } from "../../lib/engine/policy";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { copyModule, type ModuleCopy } from "../support/module-copy";
@@ -53,7 +53,7 @@ beforeAll(async () => {
     "capabilities/explodes/index.ts",
     [
       'import { capabilityOf } from "../../lib/pepr/adapter";',
-      'import { policyOf } from "../../lib/objects/policy";',
+      'import { policyOf } from "../../lib/engine/policy";',
       "const policy = policyOf(",
       "  {",
       '    name: "explodes",',

@@ -7,7 +7,7 @@ import {
   type Operation,
   type Policy,
   type PolicyRules,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 
 const CREATE_OR_UPDATE: readonly Operation[] = ["CREATE", "UPDATE"];
 

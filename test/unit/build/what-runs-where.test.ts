@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { policies, validators, examples } from "../../../capabilities";
-import { policyOf, SECRET } from "../../../lib/objects/policy";
+import { policyOf, SECRET } from "../../../lib/engine/policy";
 import { END, START, whatRunsWhere, withTable } from "../../../scripts/docs/what-runs-where";
 
 const page = readFileSync(join(__dirname, "../../../docs/policies.md"), "utf8");

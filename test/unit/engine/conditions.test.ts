@@ -31,7 +31,7 @@ import {
   type Operation,
   type Policy,
   type PolicyRules,
-} from "../../../lib/objects/policy";
+} from "../../../lib/engine/policy";
 import { parseSettings, type Settings } from "../../../lib/settings";
 import type { Violation } from "../../../lib/objects/verdict";
 import { asArea } from "../../support/policies";

@@ -15,12 +15,12 @@ import {
   type Route,
 } from "../../../lib/engine/routes";
 import type { KubeObject } from "../../../lib/objects/pod";
-import { CONFIG_MAP, noFindings, policyOf, type Operation } from "../../../lib/objects/policy";
+import { CONFIG_MAP, noFindings, policyOf, type Operation } from "../../../lib/engine/policy";
 import { planOf } from "../../../lib/engine/plan";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { asArea } from "../../support/policies";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../../lib/settings";
-import { WORKLOAD_KINDS } from "../../../lib/objects/pod";
+import { WORKLOAD_KINDS } from "../../../lib/workload-kinds/built-in";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
 import cfg from "../../../package.json";
 

@@ -12,7 +12,7 @@ import {
   policiesOf,
 } from "../../../lib/pepr/adapter";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { Policy } from "../../../lib/objects/policy";
+import type { Policy } from "../../../lib/engine/policy";
 import { asArea } from "../../support/policies";
 import { defaultSettings } from "../../../lib/settings";
 
