@@ -11,6 +11,9 @@ import type { AdmissionReview } from "./admission";
 import type { TestCerts } from "./certs";
 import { sendHttps } from "./https";
 
+/** The example capabilities the tests run with: the jest setup registers the same in process. */
+export const EXAMPLES = "hello-pepr";
+
 export const REPO_ROOT = resolve(__dirname, "../..");
 
 /** The API server the controller talks to, and the certificate it serves its webhook with. */
@@ -158,6 +161,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
       PEPR_WATCH_MODE: "false",
       LOG_LEVEL: "info",
       ADMISSION_GUARD_PORT: String(port),
+      // The copy-me example, registered where it teaches (capabilities/index.ts).
+      ADMISSION_GUARD_EXAMPLES: EXAMPLES,
       ...(options.imagesOff === false ? {} : IMAGES_OFF),
       ...options.env,
     },
