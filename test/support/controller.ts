@@ -41,6 +41,12 @@ export interface ControllerOptions {
    * existed (a benchmark's "before"), which would refuse the unknown variable.
    */
   imagesOff?: boolean;
+  /**
+   * Register the example capability hello-pepr (ADMISSION_GUARD_EXAMPLES; default true, as the
+   * tests' in-process `check` has it); false for the module as deployed (the benchmarks) or a
+   * bundle built before the variable existed.
+   */
+  examples?: boolean;
   /** How long to wait for /healthz 200 (default 30 s). */
   startTimeoutMs?: number;
 }
@@ -162,7 +168,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
       LOG_LEVEL: "info",
       ADMISSION_GUARD_PORT: String(port),
       // The copy-me example, registered where it teaches (capabilities/index.ts).
-      ADMISSION_GUARD_EXAMPLES: EXAMPLES,
+      ...(options.examples === false ? {} : { ADMISSION_GUARD_EXAMPLES: EXAMPLES }),
       ...(options.imagesOff === false ? {} : IMAGES_OFF),
       ...options.env,
     },
