@@ -145,7 +145,9 @@ export function policyOf(rules: PolicyRules, acts: Acts): Policy {
       `${where}: ${acts.check ? "declares acts.check but has no check" : "has a check but declares no acts.check"}`,
     );
   if (rules.checkGang && !acts.check?.templates?.length)
-    throw new Error(`${where}: checkGang judges workload templates, so acts.check.templates`);
+    throw new Error(
+      `${where}: has a checkGang (a workload judged whole) but no acts.check.templates`,
+    );
   return { ...rules, acts };
 }
 

@@ -244,5 +244,8 @@ describe("which step receives which object on which operation", () => {
     expect(() => policyOf(rules, { check: { pods: ["CREATE"] } })).toThrow(
       "declares acts.check but has no check",
     );
+    expect(() => policyOf({ ...rules, checkGang: check }, { check: { pods: ["CREATE"] } })).toThrow(
+      "has a checkGang (a workload judged whole) but no acts.check.templates",
+    );
   });
 });
