@@ -152,6 +152,25 @@ export const SettingsSchema = z
         /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
         budgetMs: z.number().int().min(50).max(8000).default(2000),
         /**
+         * Read /etc/passwd, /etc/group and WORKDIR from the layers of an image whose USER is a
+         * name, to run it as that user's UID and GID (issue 41).
+         */
+        readFiles: z.boolean().default(true),
+        /** Compressed layer bytes read per image for its files, at most. */
+        layerBytes: z
+          .number()
+          .int()
+          .min(0)
+          .max(64 * 1024 ** 3)
+          .default(1024 ** 3),
+        /** The same, after decompression (with a ratio guard against gzip bombs besides). */
+        layerBytesUncompressed: z
+          .number()
+          .int()
+          .min(0)
+          .max(256 * 1024 ** 3)
+          .default(4 * 1024 ** 3),
+        /**
          * docker config Secrets (kubernetes.io/dockerconfigjson) in the module's namespace whose
          * credentials are used for private registries. Read at build time too: the build grants
          * `get` on exactly these Secrets (package.json pepr.env).
