@@ -291,7 +291,7 @@ export function imageWarning(
     case "root":
       return `image "${user.image}" (container "${container}") is built to run as root; ${runs}${workdir}. Fix: build the image with a numeric USER (e.g. USER ${uid}) and chown what it writes to that user; its pods then keep the image's own user`;
     case "named":
-      return `image "${user.image}" (container "${container}") runs as user "${user.name}", a name: the kubelet cannot check runAsNonRoot against a name, so ${runs}${workdir}. Fix: build the image with the numeric USER of "${user.name}", or set runAsUser to that UID`;
+      return `image "${user.image}" (container "${container}") runs as user "${user.name}", a name${user.note ? ` (${user.note})` : ""}: the kubelet cannot check runAsNonRoot against a name, so ${runs}${workdir}. Fix: build the image with the numeric USER of "${user.name}", or set runAsUser to that UID`;
     case "unknown":
       return `image "${user.image}" (container "${container}") was not inspected (${user.reason}): ${runs}, which may not be the user it was built for. Fix: set runAsUser to the image's own user (or let the module read the image: images.inspect)`;
     case "numeric":
