@@ -145,6 +145,8 @@ export async function scanLayer(
   get: BlobGet,
   budget: { bytes: number; uncompressed: number },
   limits: LookupLimits,
+  /** The lookup's deadline: when it fired, the layer was not read in time (whatever broke). */
+  signal?: AbortSignal,
 ): Promise<LayerFindings> {
   if (/zstd/i.test(layer.mediaType))
     throw new NotRead("a layer is compressed with zstd, which the module does not read");
@@ -258,7 +260,7 @@ export async function scanLayer(
   } catch (e) {
     if (e instanceof NotRead) throw e;
     const error = e as { name?: string; message?: string; code?: string };
-    if (error?.name === "AbortError" || error?.name === "TimeoutError")
+    if (signal?.aborted || error?.name === "AbortError" || error?.name === "TimeoutError")
       throw new NotRead("the layers were not read in time", true);
     throw new NotRead(`a layer could not be read (${bounded(error?.message ?? String(e), 120)})`);
   } finally {
@@ -298,6 +300,7 @@ export async function readImageFiles(
   get: BlobGet,
   options: FilesOptions,
   limits: LookupLimits,
+  signal?: AbortSignal,
 ): Promise<ImageFiles> {
   if (layers.length > MAX_LAYERS)
     return { note: `the image has ${layers.length} layers, over the ${MAX_LAYERS} read` };
@@ -330,7 +333,7 @@ export async function readImageFiles(
       if (!needs.size) break;
       for (const [index, wanted] of needs) {
         const layer = top[index];
-        const read = await scanLayer(layer, wanted, get, budget, limits);
+        const read = await scanLayer(layer, wanted, get, budget, limits, signal);
         findings[index] = merge(findings[index], read);
         options.cache.set(layer.digest, options.ownKey, findings[index]);
       }

@@ -345,6 +345,7 @@ export async function fetchImageConfig(
           layer => session.get(`/blobs/${layer}`, "*/*", "a layer"),
           options.files!,
           held.limits,
+          options.signal,
         );
       };
       const files = options.files && userNeedsFiles(user) ? await filesOf() : undefined;

@@ -4,9 +4,13 @@
 // resolved inside the image only, each layer read once for every image sharing it.
 import { LayerCache, type FilesOptions } from "../../../lib/images/image-files";
 import { lookupNode, resolvePath, type LayerFindings } from "../../../lib/images/image-paths";
+import { createHash } from "node:crypto";
 import { fetchImageConfig } from "../../../lib/images/registry-client";
 import { parseImage, type ImageRef } from "../../../lib/objects/image-reference";
 import {
+  END,
+  fileEntry,
+  header,
   GZIP,
   gnuTar,
   gzip,
@@ -229,6 +233,44 @@ describe("what is not read, said so", () => {
     );
   });
 });
+
+it("a 1 GiB /etc/passwd is streamed past, not held: said too large, the heap does not grow by it", async () => {
+  const MiB = 1024 * 1024;
+  const chunk = Buffer.alloc(MiB, "a");
+  const head = header({ name: "etc/passwd", size: 1024 * MiB });
+  const tail = Buffer.concat([fileEntry("etc/group", "root:x:0:\n"), END]);
+  const hash = createHash("sha256").update(head);
+  for (let i = 0; i < 1024; i++) hash.update(chunk);
+  const digest = `sha256:${hash.update(tail).digest("hex")}`;
+  registry.overrides.push({
+    path: new RegExp(`/blobs/${digest}$`),
+    handle: (_req, res) => {
+      res.writeHead(200);
+      let i = 0;
+      const pump = () => {
+        while (i <= 1025) {
+          const next = i === 0 ? head : i <= 1024 ? chunk : tail;
+          i++;
+          if (i > 1025) return void res.end(next);
+          if (!res.write(next)) return void res.once("drain", pump);
+        }
+      };
+      pump();
+    },
+  });
+  putLayeredImage(registry, "ml/huge", "1", { User: "ml" }, [
+    USER_LAYER,
+    { digest, mediaType: PLAIN },
+  ]);
+  const heap = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+  const files = await filesOf("ml/huge:1", {
+    maxBytes: 2048 * MiB,
+    maxUncompressedBytes: 2048 * MiB,
+  });
+  expect(files).toEqual({ note: "/etc/passwd is over 1048576 bytes; not read" });
+  const after = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+  expect(after - heap).toBeLessThan(128 * MiB);
+}, 120_000);
 
 describe("image-paths: the merged view, pure", () => {
   const findings = (
