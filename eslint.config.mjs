@@ -5,9 +5,38 @@ import { fileURLToPath } from "node:url";
 import js from "@eslint/js";
 import { FlatCompat } from "@eslint/eslintrc";
 import globals from "globals";
+import { readFileSync } from "node:fs";
 
 const __filename = fileURLToPath(import.meta.url);
 const __dirname = path.dirname(__filename);
+/**
+ * lib/ layered one way: a folder imports only the folders below it in lib/layers.json (bottom
+ * first), type imports included. One block per folder, generated from that one list; the unit test
+ * test/unit/build/lib-layers.test.ts reads the same list. Why: docs/adr/0031-lib-layered-one-way.md
+ */
+const LAYERS = JSON.parse(readFileSync(path.join(__dirname, "lib/layers.json"), "utf8")).order;
+const layerBlocks = LAYERS.map((folder, i) => {
+  const above = LAYERS.slice(i + 1);
+  return {
+    files: [`lib/${folder}/**/*.ts`],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: above.length
+            ? [
+                {
+                  regex: `^\\.\\./(${above.join("|")})(/.*)?$`,
+                  message: `lib/${folder} is below ${above.join(", ")} in lib/layers.json: it may import ${i ? `only ${LAYERS.slice(0, i).join(", ")}` : "no other lib/ folder"} (docs/architecture.md)`,
+                },
+              ]
+            : [],
+        },
+      ],
+    },
+  };
+});
+
 const compat = new FlatCompat({
   baseDirectory: __dirname,
   recommendedConfig: js.configs.recommended,
@@ -78,7 +107,8 @@ export default [
         {
           patterns: [
             {
-              group: ["**/lib/engine", "**/lib/engine/*"],
+              // The engine's contract (Policy, RuleContext, RuleChange...) is what rules are written to.
+              regex: "/lib/engine(/(?!policy$)[^/]+)?$",
               message: "rules do not call the engine: it calls them (see docs/architecture.md)",
             },
             {
@@ -107,4 +137,5 @@ export default [
       ],
     },
   },
+  ...layerBlocks,
 ];

@@ -18,7 +18,7 @@ import { Capability } from "pepr";
 // and the engine's answer into Pepr's.
 import { bindPolicy } from "./lib/pepr/adapter";
 // What a policy is, and how to say a field's path in messages (pods and workload templates alike).
-import type { Policy } from "./lib/objects/policy";
+import type { Policy } from "./lib/engine/policy";
 import { fieldPath } from "./lib/objects/pod";
 
 /** The label this demo sets and the one it refuses. */

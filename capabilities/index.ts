@@ -5,7 +5,7 @@
 // here (see hello-pepr.ts) and it acts in both.
 import { HelloPepr } from "../hello-pepr";
 import { policiesOf, validatorsOf } from "../lib/pepr/adapter";
-import type { Policy, Validator } from "../lib/objects/policy";
+import type { Policy, Validator } from "../lib/engine/policy";
 import { Exemptions } from "./exemptions";
 import { ImageRegistry } from "./image-registry";
 import { Labels } from "./labels";

@@ -5,7 +5,8 @@
 //    check allows it, and would call it "unknown" before.
 // (A request defaulting to its limit, and LimitRange defaults, are done by the quota rules, which
 // need them for templates too: capabilities/resource-quota/resources.ts.)
-import { podTemplateOf, type KubeObject } from "../lib/objects/pod";
+import type { KubeObject } from "../lib/objects/pod";
+import { podTemplateOf } from "../lib/workload-kinds/built-in";
 import { isRecord } from "../lib/objects/record";
 
 /** A copy of the object with the API server's defaults that matter to the rules. */

@@ -11,7 +11,7 @@ import { imageInspectorFor } from "../lib/images/inspector";
 import { localDockerCredentials } from "../lib/images/credentials";
 import { review } from "../lib/engine";
 import { describeObject, type KubeObject } from "../lib/objects/pod";
-import type { Operation } from "../lib/objects/policy";
+import type { Operation } from "../lib/engine/policy";
 import { NS_KEYS, parseSettings, SettingsError, type Settings } from "../lib/settings";
 import { withApiDefaults } from "./api-defaults";
 import type { CliIO } from "./io";

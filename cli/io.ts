@@ -1,6 +1,6 @@
 // What the command line touches outside itself, injectable so tests run `main` in-process.
 import type { RbacEvaluator } from "../lib/cluster/view";
-import type { Policy, Validator } from "../lib/objects/policy";
+import type { Policy, Validator } from "../lib/engine/policy";
 
 export interface Output {
   write(chunk: string): unknown;

@@ -4,7 +4,7 @@ import { stringify } from "yaml";
 import { formatViolation, type Change, type Violation } from "../lib/objects/verdict";
 import { fixedNotesOf, pendingWarnings, type ContextInput, type Review } from "../lib/engine";
 import { isPod, type KubeObject } from "../lib/objects/pod";
-import type { Policy } from "../lib/objects/policy";
+import type { Policy } from "../lib/engine/policy";
 import { buildReport, objectResults, type ObjectResults } from "../lib/reports/policy-report";
 import { describeSource, type Source } from "./manifests";
 

@@ -12,6 +12,8 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { KubeObject } from "../lib/objects/pod";
+import { apiVersionOf } from "../lib/workload-kinds/kind-spec";
+import { BUILT_IN_WORKLOADS } from "../lib/workload-kinds/table";
 
 interface Attribute {
   baseName: string;
@@ -31,13 +33,7 @@ const KINDS: Record<string, string> = {
   ConfigMap: "v1",
   Secret: "v1",
   Namespace: "v1",
-  ReplicationController: "v1",
-  Deployment: "apps/v1",
-  StatefulSet: "apps/v1",
-  DaemonSet: "apps/v1",
-  ReplicaSet: "apps/v1",
-  Job: "batch/v1",
-  CronJob: "batch/v1",
+  ...Object.fromEntries(BUILT_IN_WORKLOADS.map(k => [k.kind, apiVersionOf(k)])),
 };
 
 // One generated file per model, loaded on demand: the package index pulls in the whole client.

@@ -11,7 +11,7 @@ import {
   readExemption,
   UNWAIVABLE_RULES,
 } from "../../lib/exemptions";
-import type { RuleViolation, Validator } from "../../lib/objects/policy";
+import type { RuleViolation, Validator } from "../../lib/engine/policy";
 
 export const CAPABILITY = EXEMPTIONS_CAPABILITY;
 const DAY_MS = 24 * 60 * 60 * 1000;

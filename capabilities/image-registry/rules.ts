@@ -2,7 +2,7 @@
 // its image volumes') must come from an allowed registry, optionally pinned by digest and not on a
 // moving `latest` tag (check).
 import { imagesOf, type ImageRefField } from "../../lib/objects/pod";
-import type { PodTarget, RuleContext } from "../../lib/objects/policy";
+import type { PodTarget, RuleContext } from "../../lib/engine/policy";
 import { envName, NS_KEYS, type Settings } from "../../lib/settings";
 import { formatNote } from "../../lib/objects/verdict";
 import {
@@ -10,7 +10,7 @@ import {
   type RuleChange,
   type RuleFindings,
   type RuleViolation,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import {
   describePrefix,
   formatRef,

@@ -1,5 +1,5 @@
 // The labels policy (pure; index.ts is its Pepr capability): wiring only, the rules are in rules.ts.
-import { noFindings, type Policy } from "../../lib/objects/policy";
+import { noFindings, type Policy } from "../../lib/engine/policy";
 import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
 
 export const labelsPolicy: Policy = {

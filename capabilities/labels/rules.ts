@@ -17,7 +17,7 @@ import {
   type RuleChange,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 
 export const CAPABILITY = "labels";
 export const APP_LABEL = "app";

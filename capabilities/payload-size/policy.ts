@@ -1,6 +1,6 @@
 // The payload-size policy (pure; index.ts is its Pepr capability): oversize objects and runaway env/volume/annotation counts, on Pods, workloads,
 // ConfigMaps and Secrets (CREATE and UPDATE). Limits: settings.payload.
-import { CONFIG_MAP, SECRET, type Policy } from "../../lib/objects/policy";
+import { CONFIG_MAP, SECRET, type Policy } from "../../lib/engine/policy";
 import { CAPABILITY, checkGangPayload, checkPayload } from "./rules";
 
 export const payloadSizePolicy: Policy = {

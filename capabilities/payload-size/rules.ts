@@ -18,7 +18,7 @@ import {
   type RuleContext,
   type RuleFindings,
   type RuleViolation,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import {
   annotationBytes,
   countOf,
@@ -30,7 +30,7 @@ import {
   withoutPeprAnnotations,
   withThousands,
 } from "./measure";
-import type { StoredVersion } from "../../lib/objects/policy";
+import type { StoredVersion } from "../../lib/engine/policy";
 import { isRecord } from "../../lib/objects/record";
 
 export const CAPABILITY = "payload-size";

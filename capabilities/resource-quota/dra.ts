@@ -5,7 +5,7 @@ import type { V1ResourceQuota } from "@kubernetes/client-node";
 import type { ClusterView } from "../../lib/cluster/view";
 import type { ClaimTemplateAsRead, DeviceAsk } from "../../lib/objects/dra";
 import type { PodTemplateRef } from "../../lib/objects/pod";
-import type { RuleViolation } from "../../lib/objects/policy";
+import type { RuleViolation } from "../../lib/engine/policy";
 import { isRecord } from "../../lib/objects/record";
 import { formatNote } from "../../lib/objects/verdict";
 import { byName, CAPABILITY, quotaName, quotaReading, type Findings } from "./quota";

@@ -2,8 +2,8 @@
 // necessary conditions only. Pure. Why: docs/adr/0008-gang-capacity-never-a-false-denial.md
 import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
 import { describeObject, isPod, type KubeObject, type PodTemplateRef } from "../../lib/objects/pod";
-import type { PodTarget, RuleContext, RuleFindings, RuleViolation } from "../../lib/objects/policy";
-import { noFindings } from "../../lib/objects/policy";
+import type { PodTarget, RuleContext, RuleFindings, RuleViolation } from "../../lib/engine/policy";
+import { noFindings } from "../../lib/engine/policy";
 import { formatQuantity } from "../../lib/objects/quantity";
 import { isRecord } from "../../lib/objects/record";
 import { formatNote } from "../../lib/objects/verdict";

@@ -4,7 +4,7 @@
 // whole, it is refused at apply with the per-role totals. Pure.
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
 import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
-import type { RuleViolation } from "../../lib/objects/policy";
+import type { RuleViolation } from "../../lib/engine/policy";
 import { formatNote } from "../../lib/objects/verdict";
 import { fieldOf, show } from "./explain";
 import {

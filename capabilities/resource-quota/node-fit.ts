@@ -4,7 +4,7 @@
 import type { V1Node, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
 import { formatNote } from "../../lib/objects/verdict";
 import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
-import type { RuleViolation } from "../../lib/objects/policy";
+import type { RuleViolation } from "../../lib/engine/policy";
 import { contributions, requestIsLimit, roundDown, show } from "./explain";
 import { list, nodesToJudge, type NodeClass, type NodeClasses } from "./node-classes";
 import { largest, REPORTED_BY_EVERY_NODE, isScheduledResource, shortOn } from "./node-resources";

@@ -23,7 +23,7 @@ import {
   type Policy,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
 import { checkGangClaims, checkPodClaims, checkRoleClaimFit } from "./dra";
 import { checkGangQuotas, type GangRole } from "./gang";

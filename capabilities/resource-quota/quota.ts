@@ -6,7 +6,7 @@ import { formatNote } from "../../lib/objects/verdict";
 import type { V1PodSpec, V1ResourceQuota } from "@kubernetes/client-node";
 import { describeContainer } from "../../lib/objects/pod";
 import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
-import type { RuleFindings, RuleViolation } from "../../lib/objects/policy";
+import type { RuleFindings, RuleViolation } from "../../lib/engine/policy";
 import { contributions, fieldOf, roundDown, show } from "./explain";
 import {
   isPodQuotaResource,

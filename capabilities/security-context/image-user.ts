@@ -14,7 +14,7 @@ import type { V1Node } from "@kubernetes/client-node";
 import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
 import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster/view";
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
-import type { RuleContext } from "../../lib/objects/policy";
+import type { RuleContext } from "../../lib/engine/policy";
 import { bounded } from "../../lib/images/limits";
 import { mirrorImage, mirrorsOf, registryAllowed } from "../image-registry/rules";
 

@@ -13,7 +13,7 @@ import {
   type PodTarget,
   type RuleContext,
   type RuleViolation,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import { NS_KEYS, READ_ONLY_ROOT } from "../../lib/settings";
 import { formatNote } from "../../lib/objects/verdict";
 import {

@@ -1,6 +1,6 @@
 // The service-account policy (pure; index.ts is its Pepr capability): wiring only, the rules are in
 // rules.ts and secret-access.ts.
-import { noFindings, type Policy } from "../../lib/objects/policy";
+import { noFindings, type Policy } from "../../lib/engine/policy";
 import { mergeFindings } from "../../lib/objects/verdict";
 import { CAPABILITY, checkServiceAccountExists, moveOffDefault } from "./rules";
 import { checkSecretAccess } from "./secret-access";

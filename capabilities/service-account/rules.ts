@@ -11,7 +11,7 @@ import {
   type RuleChange,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import { isRecord } from "../../lib/objects/record";
 import { bounded } from "../../lib/images/limits";
 

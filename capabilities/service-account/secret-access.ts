@@ -18,7 +18,7 @@ import {
   type PodTarget,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import { CAPABILITY, serviceAccountOf } from "./rules";
 import { isRecord } from "../../lib/objects/record";
 

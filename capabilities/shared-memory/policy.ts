@@ -1,6 +1,6 @@
 // The shared-memory policy (pure; index.ts is its Pepr capability): wiring only, the rules are in
 // rules.ts.
-import { noFindings, type Policy } from "../../lib/objects/policy";
+import { noFindings, type Policy } from "../../lib/engine/policy";
 import { CAPABILITY, checkSharedMemory, mountSharedMemory, RULE } from "./rules";
 
 export const sharedMemoryPolicy: Policy = {

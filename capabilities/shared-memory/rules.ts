@@ -15,7 +15,7 @@ import {
   type RuleChange,
   type RuleContext,
   type RuleFindings,
-} from "../../lib/objects/policy";
+} from "../../lib/engine/policy";
 import { formatQuantity, safeParseQuantity } from "../../lib/objects/quantity";
 import { isRecord } from "../../lib/objects/record";
 import { withoutTrailingSlashes } from "../../lib/objects/text";

@@ -3,7 +3,7 @@
 import { K8s, kind } from "kubernetes-fluent-client";
 import { API_BUDGET_MS, CALL, CallSlots, describeError, withBudget } from "./api-calls";
 import { budgetExhausted, recordApiCall, recordSkipped } from "../metrics";
-import { serviceAccountUser, type SecretAccess } from "../objects/rbac";
+import { serviceAccountUser, type SecretAccess } from "./rbac";
 import type { Logger } from "./watched-store";
 
 /** How long an access review's "allowed" is reused. */

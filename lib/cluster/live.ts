@@ -26,10 +26,10 @@ import {
   namespaceInfoOf,
   type ClusterView,
   type EnsureResult,
-  type NamespaceInfo,
   type PullSecrets,
   type SecretAccess,
 } from "./view";
+import type { NamespaceInfo } from "../objects/keys";
 import type { ClaimTemplateAsRead, DeviceCapacity, DeviceClassAsRead } from "../objects/dra";
 import { DraCaches, type DraCachesOptions } from "./dra-live";
 import {
@@ -39,7 +39,7 @@ import {
   notOwnedFix,
   notOwnedReason,
 } from "../exemptions";
-import { OWNED_BY_LABEL } from "../settings";
+import { OWNED_BY_LABEL } from "../objects/keys";
 import { observeExemptionsNamespace } from "../metrics";
 import type { KubeObject } from "../objects/pod";
 import { ServiceAccounts } from "./service-accounts";

@@ -3,7 +3,7 @@
 // Most clusters have no KServe: a list of a resource not served answers 404, and a watch of it
 // would retry and log for ever. Each kind is probed instead (one object listed, a minute apart,
 // silently while it is not served) and, once served, listed in pages and watched into a
-// WatchedStore that keeps the projection (lib/objects/serving-runtimes.ts servingRuntimeAsRead), never the
+// WatchedStore that keeps the projection (lib/workload-kinds/serving-runtimes.ts servingRuntimeAsRead), never the
 // whole object. Until a kind has listed, its runtimes are not known (undefined): the model's
 // container is then said not judged, never guessed.
 import { GenericKind, type KubernetesObject } from "kubernetes-fluent-client";
@@ -14,7 +14,7 @@ import {
   SERVING_RUNTIME_GROUP,
   SERVING_RUNTIME_VERSION,
   servingRuntimeAsRead,
-} from "../objects/serving-runtimes";
+} from "../workload-kinds/serving-runtimes";
 import { WatchedStore, type Logger } from "./watched-store";
 
 export const RUNTIME_PROBE_EVERY_MS = 60_000;

@@ -20,19 +20,14 @@ import {
   type SliceAsRead,
 } from "../objects/dra";
 import { exemptionsNamespaceOwned, isExemptionObject } from "../exemptions";
-import { SERVING_RUNTIME_GROUP, servingRuntimeAsRead } from "../objects/serving-runtimes";
+import { SERVING_RUNTIME_GROUP, servingRuntimeAsRead } from "../workload-kinds/serving-runtimes";
 import type { ImageRef } from "../objects/image-reference";
 import type { ImageInspector, ImageLookup, Platform } from "../images/inspector";
 import type { KubeObject } from "../objects/pod";
-import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "../objects/rbac";
+import type { NamespaceInfo } from "../objects/keys";
+import { evaluateSecretAccess, type RbacEvaluator, type SecretAccess } from "./rbac";
 
 export type { RbacEvaluator, SecretAccess, ImageLookup, Platform };
-
-export interface NamespaceInfo {
-  name: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}
 
 /** Outcome of making sure a ServiceAccount exists. */
 export type EnsureResult =
@@ -68,7 +63,7 @@ export interface ClusterView {
   /** Devices per driver on the nodes, from ResourceSlices; undefined when not known. */
   deviceCapacity?(): DeviceCapacity | undefined;
   /**
-   * KServe's ServingRuntimes of a namespace, as read (lib/objects/serving-runtimes.ts: what an
+   * KServe's ServingRuntimes of a namespace, as read (lib/workload-kinds/serving-runtimes.ts: what an
    * InferenceService's model container is built from); undefined when not known.
    */
   servingRuntimes?(namespace: string): readonly KubeObject[] | undefined;
@@ -167,7 +162,7 @@ export class SnapshotCluster implements ClusterView {
 
   constructor(
     readonly objects: KubeObject[] = [],
-    /** Answers secret access from the snapshot's RBAC objects (lib/objects/rbac.ts unless a test injects another). */
+    /** Answers secret access from the snapshot's RBAC objects (lib/cluster/rbac.ts unless a test injects another). */
     private readonly rbac: RbacEvaluator = evaluateSecretAccess,
     /** Reads image configs from registries (`check --inspect-images`); none: every image unknown. */
     private readonly images?: ImageInspector,

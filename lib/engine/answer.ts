@@ -1,7 +1,7 @@
 // The validating step: plan, checks, answer. The answer is the findings decided in the namespace's
 // mode, Exemptions applied, the warnings a user reads, and the decisions to count.
 import { applyExemptions, expiredWarning, exemptionPath, waivedWarning } from "../exemptions";
-import type { Policy, Validator } from "../objects/policy";
+import type { Policy, Validator } from "./policy";
 import { isBeingDeleted } from "../objects/pod";
 import { isIgnoredNamespace } from "../settings";
 import type { Mode } from "../settings";
@@ -18,7 +18,7 @@ import { internalError, reasonOf } from "./findings";
 import { fixedNotes, recordedFixes } from "../objects/fix-trace";
 import { checksOf, type Validation } from "./checks";
 import type { AdmissionInput, Answer, DecisionEvent, EngineDeps } from "./types";
-import { workloadTargets } from "../workload-kinds/targets";
+import { workloadTargets } from "./targets";
 
 export interface Decision {
   allowed: boolean;

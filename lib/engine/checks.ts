@@ -1,7 +1,8 @@
 // Stage 2 of the validating step: the findings of the policies the plan says act (plan.ts), on
 // what the update gate lets through, and an UPDATE judged on what it changes.
-import { podTemplateOf, type KubeObject } from "../objects/pod";
-import type { PodTarget, Policy, RuleFindings } from "../objects/policy";
+import type { KubeObject } from "../objects/pod";
+import { podTemplateOf } from "../workload-kinds/built-in";
+import type { PodTarget, Policy, RuleFindings } from "./policy";
 import { emptyFindings, formatNote, mergeFindings, type Findings } from "../objects/verdict";
 import type { Plan } from "./plan";
 import { fixFailureViolation, internalError, malformed, newFindings, reasonOf } from "./findings";

@@ -1,7 +1,7 @@
 // Findings as the engine words them: stamped with their capability, and the violations the engine
 // itself raises (a step that threw, a malformed object).
 import type { KubeObject } from "../objects/pod";
-import type { Policy } from "../objects/policy";
+import type { Policy } from "./policy";
 import { NS_KEYS } from "../settings";
 import type { Findings, FixFailure, Violation } from "../objects/verdict";
 

@@ -1,14 +1,14 @@
 // Stage 2 of the mutating step: the acting policies' fixes on a Pod, or on a workload's own
 // template. Which policies act was decided by the plan (plan.ts).
 import { wholeCapabilitiesWaived, type ApplicableExemptions } from "../exemptions";
-import { podTemplateOf } from "../objects/pod";
-import type { Policy, PodTarget, RuleContext } from "../objects/policy";
+import { podTemplateOf } from "../workload-kinds/built-in";
+import type { Policy, PodTarget, RuleContext } from "./policy";
 import type { Change, FixFailure } from "../objects/verdict";
 import { planOf } from "./plan";
 import { fixFailureViolation, reasonOf, stamped } from "./findings";
 import { recordFixes, recordFixFailures } from "../objects/fix-trace";
 import type { AdmissionInput, EngineDeps, MutateResult } from "./types";
-import { workloadTargets } from "../workload-kinds/targets";
+import { workloadTargets } from "./targets";
 
 /**
  * Runs the fixes of policies that act here (the plan's) on a pod spec in place. A fix that throws is

@@ -41,6 +41,6 @@ export { reasonOf } from "./findings";
 export { fixedNotes, fixedNotesOf, recordedFixes, recordFixes } from "../objects/fix-trace";
 export { mutate } from "./fixes";
 export { isControllerUser, madeByController, needsJudging, storedVersionOf } from "./update-gate";
-export type { StoredVersion } from "../objects/policy";
+export type { StoredVersion } from "./policy";
 export { answer, decide, pendingWarnings, validatorAnswer, type Decision } from "./answer";
 export { review, type Review } from "./review";

@@ -4,8 +4,9 @@
 // that bear on it. The fixes (fixes.ts) and the checks (checks.ts) read the plan; nothing after
 // this stage decides again whether a policy acts.
 import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
-import { hasController, isPod, isWorkload, type KubeObject } from "../objects/pod";
-import { isKind, type Policy, type RuleContext } from "../objects/policy";
+import { hasController, isPod, type KubeObject } from "../objects/pod";
+import { isWorkload } from "../workload-kinds/built-in";
+import { isKind, type Policy, type RuleContext } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "../settings";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";

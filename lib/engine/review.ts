@@ -1,8 +1,9 @@
 // The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
 // action by action, from the declaration Pepr's bindings are registered from (routes.ts).
 import { kindsInForce } from "../workload-kinds/in-force";
-import { isWorkload, type KubeObject } from "../objects/pod";
-import type { Policy, Validator } from "../objects/policy";
+import type { KubeObject } from "../objects/pod";
+import { isWorkload } from "../workload-kinds/built-in";
+import type { Policy, Validator } from "./policy";
 import type { Mode } from "../settings";
 import type { Change, Skip, Violation } from "../objects/verdict";
 import { answer, validatorAnswer } from "./answer";

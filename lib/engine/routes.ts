@@ -1,18 +1,13 @@
 // What runs where: the module's one declaration. Pepr's bindings are registered from it (each
 // capability's index.ts hands its policy to bindPolicy, lib/pepr/adapter.ts), `check` replays it
 // (review.ts), and nothing else says which step runs on which objects. Pure data: no Pepr here.
-import { isPod, isWorkload, type KubeObject } from "../objects/pod";
-import {
-  isKind,
-  POD,
-  type KindRef,
-  type Operation,
-  type Policy,
-  type Validator,
-} from "../objects/policy";
+import { isPod, type KubeObject } from "../objects/pod";
+import { isWorkload } from "../workload-kinds/built-in";
+import { isKind, POD, type KindRef, type Operation, type Policy, type Validator } from "./policy";
 import type { Settings } from "../settings";
 import { groupOf, pluralOf } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
+import { BUILT_IN_WORKLOADS } from "../workload-kinds/table";
 
 export interface Route {
   /** The Pepr capability that holds the binding. */
@@ -32,16 +27,6 @@ export interface Route {
 
 const CREATE: readonly Operation[] = ["CREATE"];
 const CREATE_OR_UPDATE: readonly Operation[] = ["CREATE", "UPDATE"];
-
-const BUILT_IN_WORKLOADS: readonly KindRef[] = [
-  { group: "apps", version: "v1", kind: "Deployment" },
-  { group: "apps", version: "v1", kind: "StatefulSet" },
-  { group: "apps", version: "v1", kind: "DaemonSet" },
-  { group: "apps", version: "v1", kind: "ReplicaSet" },
-  { group: "", version: "v1", kind: "ReplicationController" },
-  { group: "batch", version: "v1", kind: "Job" },
-  { group: "batch", version: "v1", kind: "CronJob" },
-];
 
 /** A policy's own routes: a fix is a Mutate on Pod CREATE; extra kinds are a Validate of their own. */
 export function policyRoutes(policy: Policy): Route[] {

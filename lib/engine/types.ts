@@ -1,7 +1,7 @@
 // The engine's inputs and outputs: one admission request, and what the webhook's two steps answer.
 import type { ClusterView } from "../cluster/view";
 import type { KubeObject } from "../objects/pod";
-import type { Operation, Policy } from "../objects/policy";
+import type { Operation, Policy } from "./policy";
 import type { Mode, Settings } from "../settings";
 import type { Change, Skip, Violation } from "../objects/verdict";
 

@@ -2,20 +2,19 @@
 // object is judged at all, and, on an UPDATE, the stored version every rule compares with. No rule
 // reads the request's operation or old object; they read ctx.stored, made here once per request.
 import { kindsInForce } from "../workload-kinds/in-force";
-import { workloadTargets } from "../workload-kinds/targets";
+import { workloadTargets } from "./targets";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
-import type { RuntimeSource } from "../objects/serving-runtimes";
+import type { RuntimeSource } from "../workload-kinds/serving-runtimes";
 import {
   containersChanged,
   contentChanged,
   isBeingDeleted,
   isPod,
-  isWorkload,
-  podTemplateOf,
   workloadSpecChanged,
   type KubeObject,
 } from "../objects/pod";
-import type { Operation, PodTarget, RuleContext, StoredVersion } from "../objects/policy";
+import { isWorkload, podTemplateOf } from "../workload-kinds/built-in";
+import type { Operation, PodTarget, RuleContext, StoredVersion } from "./policy";
 import { isRecord } from "../objects/record";
 import type { Settings } from "../settings";
 

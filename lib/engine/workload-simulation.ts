@@ -2,11 +2,12 @@
 // policy's fix applied.
 import { kindsInForce } from "../workload-kinds/in-force";
 import type { ApplicableExemptions } from "../exemptions";
-import { podTemplateOf, type KubeObject } from "../objects/pod";
-import type { Policy, PodTarget, RuleContext } from "../objects/policy";
+import type { KubeObject } from "../objects/pod";
+import { podTemplateOf } from "../workload-kinds/built-in";
+import type { Policy, PodTarget, RuleContext } from "./policy";
 import type { Change } from "../objects/verdict";
 import { workloadKindOf } from "../workload-kinds/roles";
-import { workloadTargets } from "../workload-kinds/targets";
+import { workloadTargets } from "./targets";
 import type { FixFailure } from "../objects/verdict";
 import { runFixes } from "./fixes";
 

@@ -1,10 +1,12 @@
 // Exemptions: parsing, matching and waiving (pure); the format is in docs/exemptions.md.
 // Why: docs/adr/0011-exemptions-in-one-owned-namespace.md
 import type { V1LabelSelector, V1LabelSelectorRequirement } from "@kubernetes/client-node";
-import { podTemplateOf, type KubeObject } from "../objects/pod";
+import type { KubeObject } from "../objects/pod";
+import { podTemplateOf } from "../workload-kinds/built-in";
 import { isRecord } from "../objects/record";
-import type { NamespaceInfo } from "../cluster/view";
-import { OWNED_BY_LABEL, type Settings } from "../settings";
+import type { NamespaceInfo } from "../objects/keys";
+import { OWNED_BY_LABEL } from "../objects/keys";
+import type { ExemptionsSettings } from "./settings";
 import { formatNote, type Violation } from "../objects/verdict";
 
 export const EXEMPTION_GVK = {
@@ -135,7 +137,10 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * if that comes first (one written while the webhook was not looking, or before the maximum was
  * lowered, cannot outlive the rule; writing it again renews it). A copy when capped.
  */
-export function inForce(exemption: Exemption, settings: Settings): Exemption {
+export function inForce(
+  exemption: Exemption,
+  settings: { exemptions: ExemptionsSettings },
+): Exemption {
   if (exemption.writtenAt === undefined) return exemption;
   const cap = exemption.writtenAt + settings.exemptions.maxLifetimeDays * DAY_MS;
   if (cap >= exemption.expiresAt) return exemption;
@@ -278,7 +283,7 @@ export type ExemptionsNamespaceState = "owned" | "not-owned" | "absent";
 
 /**
  * The Exemptions namespace as the install creates it (the build overlay's manifest and chart, and
- * `pepr dev`: lib/exemptions/dev-namespace.ts): labelled as the install's own.
+ * `pepr dev`: lib/cluster/exemptions-namespace.ts): labelled as the install's own.
  */
 export function ownedExemptionsNamespace(
   name: string,
@@ -326,7 +331,7 @@ export function applicableExemptions(
   obj: KubeObject,
   namespace: string,
   stored: readonly KubeObject[] | undefined,
-  settings: Settings,
+  settings: { exemptions: ExemptionsSettings },
   now = Date.now(),
 ): ApplicableExemptions {
   if (!settings.exemptions.enabled || !stored?.length) return NO_EXEMPTIONS;
@@ -359,7 +364,7 @@ export interface WaivedViolation {
 export function applyExemptions(
   violations: Violation[],
   applicable: ApplicableExemptions,
-  /** A policy's notWaivable rules (lib/objects/policy.ts): false for those. */
+  /** A policy's notWaivable rules (lib/engine/policy.ts): false for those. */
   waivable: (v: Violation) => boolean = () => true,
 ): { standing: Violation[]; waived: WaivedViolation[] } {
   if (!applicable.active.length) return { standing: violations, waived: [] };
@@ -400,7 +405,7 @@ export function expiredWarning(exemption: Exemption): string {
  */
 export function exemptionPath(
   violations: Violation[],
-  settings: Settings,
+  settings: { exemptions: ExemptionsSettings },
   canWaive: (v: Violation) => boolean = () => true,
 ): string | undefined {
   if (!settings.exemptions.enabled) return undefined;

@@ -16,7 +16,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { parsePrefix } from "../objects/image-reference";
 import { imageEgressRefused } from "../metrics";
-import type { Settings } from "../settings";
+import type { ImageLookupSettings } from "./settings";
 import { bounded } from "./limits";
 
 /** How the registry client makes a request (a fetch-like call; tests inject their own). */
@@ -151,7 +151,7 @@ export const apiHost = (registry: string) =>
   registry === "docker.io" ? "registry-1.docker.io" : registry;
 
 /** The policy the settings give (the webhook's, and `check --inspect-images`'s). */
-export function egressPolicyOf(settings: Settings): EgressPolicy {
+export function egressPolicyOf(settings: ImageLookupSettings): EgressPolicy {
   const registryHosts = [
     ...settings.registries.allowed,
     ...Object.values(settings.registries.mirrors),

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { ImageRef } from "../objects/image-reference";
 import { budgetExhausted, imageLookupDuration, imageLookups, observeImageCaches } from "../metrics";
-import type { Settings } from "../settings";
+import type { ImageLookupSettings } from "./settings";
 import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";
 import { LayerCache } from "./image-files";
 import { bounded, BoundedMap, MAX_CACHE_BYTES, processLimits, type LookupLimits } from "./limits";
@@ -272,7 +272,7 @@ export class ImageInspector {
 
 /** The inspector the settings ask for (the webhook's, and `check --inspect-images`'s). */
 export function imageInspectorFor(
-  settings: Settings,
+  settings: ImageLookupSettings,
   log?: { warn: (fields: object, message: string) => void },
   credentials?: (registry: string) => RegistryCredentials | undefined,
 ): ImageInspector {

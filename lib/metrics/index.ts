@@ -4,7 +4,7 @@
 // has a bounded set of values (BoundedLabel for those a request supplies). No namespace, pod or
 // image name is ever a label: a tenant could otherwise grow the series without end.
 //
-// Our registry is served on the controller's /metrics after Pepr's own (lib/metrics/serve.ts).
+// Our registry is served on the controller's /metrics after Pepr's own (lib/pepr/metrics-serve.ts).
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { BoundedLabel, OTHER } from "./bounded-label";
 import type { ExemptionsNamespaceState } from "../exemptions";
@@ -265,7 +265,7 @@ export function recordDecision(capability: string, outcome: string, count = 1, r
   );
 }
 
-/** One admission review answered (lib/metrics/serve.ts measures it). */
+/** One admission review answered (lib/pepr/metrics-serve.ts measures it). */
 export function recordReview(
   step: "mutate" | "validate",
   review: { kind?: unknown; operation?: unknown; outcome: string; seconds: number },

@@ -1,8 +1,7 @@
 // The trace the mutating webhook leaves on what it fixed (and on fixes that threw), read back by the
 // validating webhook, the watcher's Events and the reports: the two webhooks share no memory.
 import type { KubeObject } from "./pod";
-import type { Policy } from "./policy";
-import { NS_KEYS } from "../settings";
+import { NS_KEYS } from "./keys";
 import { formatNote, type Change, type FixFailure } from "./verdict";
 
 /** Adds `capability/rule` entries to the object's trace annotation; sorted and deduplicated so re-runs are stable. */
@@ -62,7 +61,7 @@ const fixedNote = (capability: string, rules: readonly string[]) =>
 /** The trace annotation's summary as warnings, for these policies in their order. */
 export function fixedNotes(
   fixed: ReadonlyMap<string, readonly string[]>,
-  policies: Policy[],
+  policies: readonly { name: string }[],
 ): string[] {
   return policies.flatMap(p => {
     const rules = fixed.get(p.name);

@@ -1,4 +1,5 @@
-// Where the pod spec lives in every kind we handle, and every container of a pod spec.
+// Every container of a pod spec, and what an UPDATE changed (where a workload kind keeps its pod
+// template: lib/workload-kinds/built-in.ts).
 // Pure: no Pepr, no I/O. Types are the API server's own (type-only import, erased at build).
 import type {
   V1Container,
@@ -7,8 +8,6 @@ import type {
   V1PodSpec,
 } from "@kubernetes/client-node";
 import { isRecord } from "./record";
-import { groupOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
-import { workloadKindOf } from "../workload-kinds/roles";
 
 /** The minimum every object we look at has. Everything may be missing: input is untrusted. */
 export interface KubeObject {
@@ -37,78 +36,13 @@ export interface ContainerRef {
   path: string;
 }
 
-/** Kinds whose objects carry a pod template at spec.template. */
-export const TEMPLATE_KINDS = [
-  "Deployment",
-  "StatefulSet",
-  "DaemonSet",
-  "ReplicaSet",
-  "ReplicationController",
-  "Job",
-] as const;
-
-export const WORKLOAD_KINDS = [...TEMPLATE_KINDS, "CronJob"] as const;
-
 export function isPod(obj: KubeObject): boolean {
   return obj.kind === "Pod";
-}
-
-/** The API groups of the built-in kinds (a Volcano `Job` is not a batch Job). */
-const BUILT_IN_GROUPS = new Set(["", "apps", "batch", "extensions"]);
-
-/** A Deployment, StatefulSet, ... of Kubernetes itself (an object without apiVersion counts as one). */
-export function isBuiltInWorkload(obj: KubeObject): boolean {
-  if (!(WORKLOAD_KINDS as readonly string[]).includes(obj?.kind ?? "")) return false;
-  const apiVersion = obj.apiVersion;
-  if (typeof apiVersion !== "string") return true;
-  return BUILT_IN_GROUPS.has(groupOf(apiVersion));
-}
-
-/**
- * A workload: a built-in one (its template at spec.template), or one of the ML kinds and the
- * platform's own (`platformKinds`, setting workloads.kinds), whose templates are elsewhere.
- */
-export function isWorkload(obj: KubeObject, platformKinds?: readonly WorkloadKindSpec[]): boolean {
-  return isBuiltInWorkload(obj) || !!workloadKindOf(obj, platformKinds);
 }
 
 /** Whether a controller made this object (a Deployment's ReplicaSet, a CronJob's Job). */
 export function hasController(obj: KubeObject): boolean {
   return (obj.metadata?.ownerReferences ?? []).some(o => o.controller === true);
-}
-
-/**
- * The pod spec of a Pod or of a workload's pod template, or undefined when the object has none
- * (an unknown kind, or a malformed object without spec). Missing metadata is created on the object
- * so that callers can add labels; a missing spec is not invented.
- */
-export function podTemplateOf(obj: KubeObject): PodTemplateRef | undefined {
-  if (!isRecord(obj)) return undefined;
-  if (obj.kind === "Pod") {
-    if (!isRecord(obj.spec)) return undefined;
-    if (!isRecord(obj.metadata)) obj.metadata = {};
-    return {
-      metadata: obj.metadata as V1ObjectMeta,
-      spec: obj.spec as unknown as V1PodSpec,
-      path: "",
-    };
-  }
-  if (!isBuiltInWorkload(obj)) return undefined;
-  let holder: unknown = obj.spec;
-  let path = "spec";
-  if (obj.kind === "CronJob") {
-    holder = isRecord(holder) && isRecord(holder.jobTemplate) ? holder.jobTemplate.spec : undefined;
-    path = "spec.jobTemplate.spec";
-  }
-  if (!isRecord(holder) || !isRecord(holder.template)) return undefined;
-  const template = holder.template;
-  if (!isRecord(template.spec)) return undefined;
-  if (!isRecord(template.metadata)) template.metadata = {};
-  return {
-    metadata: template.metadata as V1ObjectMeta,
-    spec: template.spec as unknown as V1PodSpec,
-    path: `${path}.template`,
-  };
 }
 
 /** Joins a template path and a field for messages: ("", "spec.x") → "spec.x"; ("spec.template", "spec.x") → "spec.template.spec.x". */

@@ -16,7 +16,7 @@ import {
 } from "../engine";
 import { recordDecision } from "../metrics";
 import type { KubeObject } from "../objects/pod";
-import type { Operation, Policy, Validator } from "../objects/policy";
+import type { Operation, Policy, Validator } from "../engine/policy";
 import type { Settings } from "../settings";
 import {
   bindingsOf,

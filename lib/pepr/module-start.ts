@@ -2,15 +2,15 @@
 // settings, the live cluster, the mends to Pepr, the watcher's background, the webhooks' arming.
 import { Log } from "pepr";
 import { pepr } from "../../package.json";
-import type { NamespaceInfo } from "../cluster/view";
+import type { NamespaceInfo } from "../objects/keys";
 import { LiveCluster } from "../cluster/live";
-import { installExemptionCrd } from "../exemptions/crd";
-import { createExemptionsNamespace } from "../exemptions/dev-namespace";
+import { installExemptionCrd } from "../cluster/exemption-crd";
+import { createExemptionsNamespace } from "../cluster/exemptions-namespace";
 import type { EngineDeps } from "../engine";
 import { FixEvents } from "../reports/events";
 import { CredentialsStore } from "../images/credentials";
 import { imageInspectorFor } from "../images/inspector";
-import { installReviewMetrics, serveWithPepr } from "../metrics/serve";
+import { installReviewMetrics, serveWithPepr } from "./metrics-serve";
 import { installLinearClone } from "./clone";
 import { installBoundedLog } from "./bounded-log";
 import { LiveReportStore, writeEvent } from "../reports/live-store";
@@ -125,7 +125,7 @@ export function startCluster(
   });
   if (!role.building) {
     cluster.start();
-    // Ours to apply at every start, as Pepr applies its PeprStore CRD (lib/exemptions/crd.ts).
+    // Ours to apply at every start, as Pepr applies its PeprStore CRD (lib/cluster/exemption-crd.ts).
     if (!role.watcher) void installExemptionCrd(Log);
     // `pepr dev` applies none of the overlay's objects: the namespace is created here, never adopted.
     if (role.dev && settings.exemptions.enabled)

@@ -3,7 +3,7 @@
 import { recordedFixes } from "../objects/fix-trace";
 import { fixEvents } from "../metrics";
 import type { KubeObject } from "../objects/pod";
-import type { Policy } from "../objects/policy";
+import type { Policy } from "../engine/policy";
 
 export const EVENT_REASON = "AdmissionGuardFixed";
 export const EVENT_COMPONENT = "admission-guard";

@@ -4,7 +4,7 @@
 // objects' results. The watcher (lib/reports/scanner.ts) and `check --output policyreport` use it.
 import type { Answer } from "../engine";
 import type { KubeObject } from "../objects/pod";
-import type { Policy } from "../objects/policy";
+import type { Policy } from "../engine/policy";
 import type { Violation } from "../objects/verdict";
 
 export const REPORT_GVK = {

@@ -12,7 +12,8 @@ import type { FixEvents } from "./events";
 import { ListWatch, listPaged, type ListWatchHandlers } from "../cluster/list-watch";
 import type { KubeObject } from "../objects/pod";
 import type { Logger } from "../cluster/watched-store";
-import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { apiVersionOf, type WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { BUILT_IN_WORKLOADS } from "../workload-kinds/table";
 import { scanKindOf, type ReportScanner } from "./scanner";
 import { gvkOf, WorkloadKindWatches, type Probe } from "./workload-kind-watch";
 
@@ -26,17 +27,19 @@ export interface WatchedKind {
 }
 
 export const POD: WatchedKind = { model: kind.Pod, apiVersion: "v1", kind: "Pod" };
+/** Kinds of the table's BUILT_IN_WORKLOADS the watcher does not watch. */
+const NOT_WATCHED = new Set(["ReplicaSet", "ReplicationController"]);
 /**
  * Pods and the workloads people write. A Deployment's ReplicaSets and a CronJob's Jobs are judged
  * through their owner's template (the scan skips them), so ReplicaSets are not watched at all.
  */
 export const BUILT_IN_WATCHED: readonly WatchedKind[] = [
   POD,
-  { model: kind.Deployment, apiVersion: "apps/v1", kind: "Deployment" },
-  { model: kind.StatefulSet, apiVersion: "apps/v1", kind: "StatefulSet" },
-  { model: kind.DaemonSet, apiVersion: "apps/v1", kind: "DaemonSet" },
-  { model: kind.Job, apiVersion: "batch/v1", kind: "Job" },
-  { model: kind.CronJob, apiVersion: "batch/v1", kind: "CronJob" },
+  ...BUILT_IN_WORKLOADS.filter(k => !NOT_WATCHED.has(k.kind)).map(k => ({
+    model: kind[k.kind] as GenericClass,
+    apiVersion: apiVersionOf(k),
+    kind: k.kind,
+  })),
 ];
 
 /** A running list and watch. */

@@ -4,7 +4,8 @@
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { answer, madeByController, type EngineDeps } from "../engine";
-import { isPod, isWorkload, type KubeObject } from "../objects/pod";
+import { isPod, type KubeObject } from "../objects/pod";
+import { isWorkload } from "../workload-kinds/built-in";
 import { kindsInForce } from "../workload-kinds/in-force";
 import { groupOf } from "../workload-kinds/kind-spec";
 import { isIgnoredNamespace } from "../settings";

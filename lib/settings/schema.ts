@@ -1,19 +1,15 @@
 // The settings' schema: every key with its default and its limits, and the named errors a bad
 // value gets. Defaults are here and only here.
 import * as z from "zod";
-import { parsePrefix } from "../objects/image-reference";
-import { parseCidr } from "../images/egress";
+import { ExemptionsSettingsSchema } from "../exemptions/settings";
+import { ImagesSettingsSchema, prefixProblem, registryPrefix } from "../images/settings";
+import { MODES, SYSTEM_NAMESPACES } from "../objects/keys";
+import { namespaceName } from "../objects/names";
 import { safeParseQuantity } from "../objects/quantity";
-import { FAILURE_POLICIES } from "../webhooks/arming";
-import { WorkloadKindsSchema } from "../workload-kinds/schema";
-import { BUILT_IN_KIND_NAMES } from "../workload-kinds/table";
-import { MODES, SYSTEM_NAMESPACES } from "./keys";
+import { WebhooksSettingsSchema } from "../webhooks/arming";
+import { WorkloadsSettingsSchema } from "../workload-kinds/schema";
 
 const quantityLike = z.number().int().nonnegative();
-const dnsName = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
-  .max(253);
 const absolutePath = z.string().regex(/^\/[^\0]*$/, "must be an absolute path");
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
 /** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
@@ -43,38 +39,6 @@ const celString = z
     "must not hold a quote, a backslash or a control character",
   );
 
-/** A namespace name (RFC 1123 label), as the API server accepts it. */
-const namespaceName = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a namespace name (lower case, digits, '-')")
-  .max(63);
-
-/**
- * A registry host or repository prefix ("ghcr.io", "docker.io/myorg"), checked once here so that
- * a setting that cannot work stops the start instead of being skipped on every request.
- */
-function prefixProblem(entry: string): string | undefined {
-  const parsed = parsePrefix(entry);
-  return parsed.ok
-    ? undefined
-    : `"${entry}" is not a registry or repository prefix (${parsed.reason}); write a host such as ghcr.io, or a host and path such as docker.io/myorg`;
-}
-const registryPrefix = z.string().superRefine((entry, ctx) => {
-  const problem = prefixProblem(entry);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
-/** A host as a URL writes it: "harbor.internal", "10.0.0.5:5000", "[fd00::5]:5000". */
-const hostAndPort = z
-  .string()
-  .regex(
-    /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|\[[0-9a-f:.]+\])(:\d{1,5})?$/,
-    "must be a host or host:port (lower case), e.g. harbor.internal or 10.0.0.5:5000",
-  )
-  .max(260);
-/** An IPv4 or IPv6 range: "100.64.0.0/10", "2001:db8::/32". */
-const cidr = z
-  .string()
-  .refine(c => parseCidr(c) !== undefined, "must be a CIDR, e.g. 10.96.0.0/12");
 /** Source prefix → mirror prefix; a bad source is named by its key. */
 const mirrorMap = z.record(z.string(), registryPrefix).superRefine((map, ctx) => {
   for (const from of Object.keys(map)) {
@@ -133,69 +97,8 @@ export const SettingsSchema = z
         clusterVersion: policyVersion.default("latest"),
       })
       .prefault({}),
-    webhooks: z
-      .strictObject({
-        /**
-         * The failure policy the admission controller sets on its webhooks once a replica is
-         * Ready behind their Service (they are built and installed with Ignore: see
-         * lib/webhooks/arming.ts). Fail: pods are refused while no replica answers.
-         */
-        failurePolicy: z.enum(FAILURE_POLICIES).default("Fail"),
-      })
-      .prefault({}),
-    images: z
-      .strictObject({
-        /** Read each image's config (User, WorkingDir, Env) from its registry to fix pods to fit it. */
-        inspect: z.boolean().default(true),
-        /** Registry hosts (with port) spoken to over plain HTTP, as containerd's insecure registries. */
-        plainHttp: z.array(registryPrefix).default([]),
-        /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
-        budgetMs: z.number().int().min(50).max(8000).default(2000),
-        /**
-         * Read /etc/passwd, /etc/group and WORKDIR from the layers of an image whose USER is a
-         * name, to run it as that user's UID and GID (issue 41).
-         */
-        readFiles: z.boolean().default(true),
-        /** Compressed layer bytes read per image for its files, at most. */
-        layerBytes: z
-          .number()
-          .int()
-          .min(0)
-          .max(64 * 1024 ** 3)
-          .default(1024 ** 3),
-        /** The same, after decompression (with a ratio guard against gzip bombs besides). */
-        layerBytesUncompressed: z
-          .number()
-          .int()
-          .min(0)
-          .max(256 * 1024 ** 3)
-          .default(4 * 1024 ** 3),
-        /**
-         * docker config Secrets (kubernetes.io/dockerconfigjson) in the module's namespace whose
-         * credentials are used for private registries. Read at build time too: the build grants
-         * `get` on exactly these Secrets (package.json pepr.env).
-         */
-        credentialsSecrets: z.array(dnsName).default([]),
-        /**
-         * Also use a pod's own imagePullSecrets (opt-in): needs `get secrets` in every namespace,
-         * which the build grants only when this is on (package.json pepr.env).
-         */
-        workloadPullSecrets: z.boolean().default(false),
-        /**
-         * Hosts (host or host:port, as a registry reference writes them) image lookups may reach
-         * even when they resolve to loopback, link-local or private addresses or images.blockedCidrs
-         * (an in-cluster registry, its blob store). images.plainHttp hosts and the registries of
-         * registries.allowed and registries.mirrors count as listed too; any other host is read
-         * only at public addresses.
-         */
-        allowedHosts: z.array(hostAndPort).default([]),
-        /**
-         * More address ranges image lookups never reach (unless a host is listed): the cluster's
-         * Service and Pod CIDRs when they are public addresses ("10.96.0.0/12" is private anyway).
-         */
-        blockedCidrs: z.array(cidr).default([]),
-      })
-      .prefault({}),
+    webhooks: WebhooksSettingsSchema,
+    images: ImagesSettingsSchema,
     labels: z
       .strictObject({
         enabled: z.boolean().default(true),
@@ -285,37 +188,7 @@ export const SettingsSchema = z
         forbidLatest: z.boolean().default(false),
       })
       .prefault({}),
-    workloads: z
-      .strictObject({
-        /**
-         * Fix the pod templates of Deployments, Jobs and their kin when they are applied (as Kyverno's
-         * auto-generated rules do), not only their pods: PSA then has nothing to warn about, at the
-         * price of fields in the stored object that the applied manifest lacks. Read when the module is
-         * built too (package.json pepr.env): it decides whether the mutating webhook receives workloads.
-         */
-        mutate: z.boolean().default(false),
-        /**
-         * The platform's own workload kinds (custom resources whose operator makes pods): where their
-         * pod templates are and how many pods each makes, judged at apply like the built-in ML kinds
-         * (lib/workload-kinds/table.ts, in the same form). Read when the module is built too: it
-         * decides the webhook's rules.
-         */
-        kinds: WorkloadKindsSchema.default([]),
-        /**
-         * The ML kinds of the built-in table judged at apply ("PyTorchJob.kubeflow.org", ...; default
-         * all). Each is a webhook binding Pepr filters on every request: a platform without an
-         * operator may drop its kinds. Read when the module is built too.
-         */
-        builtInKinds: z.array(z.enum(BUILT_IN_KIND_NAMES)).default([...BUILT_IN_KIND_NAMES]),
-        /**
-         * Users whose word that they made a workload (a controller ownerReference) counts, besides
-         * Kubernetes' own (kube-controller-manager and kube-system ServiceAccounts): operators that
-         * roll out ReplicaSets or Jobs of their own, e.g. "system:serviceaccount:argo-rollouts:*"
-         * (a trailing * is a prefix). Their objects are then not judged again.
-         */
-        controllerUsers: z.array(z.string().min(1).max(253)).max(100).default([]),
-      })
-      .prefault({}),
+    workloads: WorkloadsSettingsSchema,
     namespaceKeysPolicy: z
       .strictObject({
         /**
@@ -331,19 +204,7 @@ export const SettingsSchema = z
         adminUsers: z.array(celString).max(100).default([]),
       })
       .prefault({}),
-    exemptions: z
-      .strictObject({
-        /** Exemptions count (off: every violation stands, whatever Exemptions exist). */
-        enabled: z.boolean().default(true),
-        /**
-         * The one namespace whose Exemptions count: whoever may write there grants them (RBAC), never
-         * the author of the workload. An Exemption anywhere else is refused at admission.
-         */
-        namespace: namespaceName.default("admission-guard-exemptions"),
-        /** The longest an Exemption may last, from when it is written to its spec.expires. */
-        maxLifetimeDays: z.number().int().min(1).max(3650).default(90),
-      })
-      .prefault({}),
+    exemptions: ExemptionsSettingsSchema,
     reports: z
       .strictObject({
         /** Write a PolicyReport per namespace for the Pods and workloads that already run (watcher). */

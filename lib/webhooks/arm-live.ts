@@ -20,7 +20,7 @@ import {
   type Operation,
   type WebhookConfiguration,
 } from "./arming";
-import { DISARM_ANNOTATION } from "../settings/keys";
+import { DISARM_ANNOTATION } from "../objects/keys";
 
 export const WEBHOOK_KINDS = [
   "MutatingWebhookConfiguration",

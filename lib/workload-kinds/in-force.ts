@@ -1,14 +1,14 @@
 // The workload kinds judged beyond the built-in controllers: the platform's own (workloads.kinds)
 // and the ML kinds of the table that workloads.builtInKinds keeps. Each is one more webhook binding,
 // which Pepr filters on every request (docs/bench.md), so a platform without an operator may drop it.
-import type { Settings } from "../settings";
 import { kindName, type WorkloadKindSpec } from "./kind-spec";
+import type { WorkloadsSettings } from "./schema";
 import { BUILT_IN_KINDS } from "./table";
 
 const memo = new WeakMap<object, readonly WorkloadKindSpec[]>();
 
 /** The kinds in force for these settings: the platform's first (they replace a built-in of the same group and kind). */
-export function kindsInForce(workloads: Settings["workloads"]): readonly WorkloadKindSpec[] {
+export function kindsInForce(workloads: WorkloadsSettings): readonly WorkloadKindSpec[] {
   let kinds = memo.get(workloads);
   if (kinds) return kinds;
   const platform = workloads.kinds;

@@ -9,7 +9,7 @@ import {
   describeFormat,
   type ModelFormat,
   type RuntimeSource,
-} from "../objects/serving-runtimes";
+} from "./serving-runtimes";
 import type { PodRole } from "./roles";
 
 export const COMPONENTS = ["predictor", "transformer", "explainer"] as const;

@@ -55,6 +55,10 @@ export interface WorkloadKindSpec {
 export const groupOf = (apiVersion: string): string =>
   apiVersion.includes("/") ? apiVersion.slice(0, apiVersion.lastIndexOf("/")) : "";
 
+/** The apiVersion of a group's version ("apps/v1"; "v1" for the core group ""). */
+export const apiVersionOf = (ref: { group: string; version: string }): string =>
+  ref.group ? `${ref.group}/${ref.version}` : ref.version;
+
 /** "kubeflow.org/v1" → "v1". */
 export const versionOf = (apiVersion: string): string =>
   apiVersion.slice(apiVersion.lastIndexOf("/") + 1);

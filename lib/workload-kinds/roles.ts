@@ -5,7 +5,7 @@ import type { KubeObject, PodTemplateRef } from "../objects/pod";
 import { isRecord } from "../objects/record";
 import { groupOf, type CountTerm, type TemplateSpec, type WorkloadKindSpec } from "./kind-spec";
 import { findAll, findAt, parsePath, pathWith } from "./paths";
-import type { RuntimeSource } from "../objects/serving-runtimes";
+import type { RuntimeSource } from "./serving-runtimes";
 import { inferenceServiceRoles } from "./inference-service";
 
 /** One pod template of a workload and the pods it makes. */

@@ -3,6 +3,7 @@
 import * as z from "zod";
 import { groupOf, kindName } from "./kind-spec";
 import { parsePath } from "./paths";
+import { BUILT_IN_KIND_NAMES } from "./table";
 
 const path = z.string().superRefine((p, ctx) => {
   const parsed = parsePath(p);
@@ -61,3 +62,38 @@ export const WorkloadKindsSchema = z
       seen.add(key);
     });
   });
+
+/** The workloads section of the settings (lib/settings composes it). */
+export const WorkloadsSettingsSchema = z
+  .strictObject({
+    /**
+     * Fix the pod templates of Deployments, Jobs and their kin when they are applied (as Kyverno's
+     * auto-generated rules do), not only their pods: PSA then has nothing to warn about, at the
+     * price of fields in the stored object that the applied manifest lacks. Read when the module is
+     * built too (package.json pepr.env): it decides whether the mutating webhook receives workloads.
+     */
+    mutate: z.boolean().default(false),
+    /**
+     * The platform's own workload kinds (custom resources whose operator makes pods): where their
+     * pod templates are and how many pods each makes, judged at apply like the built-in ML kinds
+     * (lib/workload-kinds/table.ts, in the same form). Read when the module is built too: it
+     * decides the webhook's rules.
+     */
+    kinds: WorkloadKindsSchema.default([]),
+    /**
+     * The ML kinds of the built-in table judged at apply ("PyTorchJob.kubeflow.org", ...; default
+     * all). Each is a webhook binding Pepr filters on every request: a platform without an
+     * operator may drop its kinds. Read when the module is built too.
+     */
+    builtInKinds: z.array(z.enum(BUILT_IN_KIND_NAMES)).default([...BUILT_IN_KIND_NAMES]),
+    /**
+     * Users whose word that they made a workload (a controller ownerReference) counts, besides
+     * Kubernetes' own (kube-controller-manager and kube-system ServiceAccounts): operators that
+     * roll out ReplicaSets or Jobs of their own, e.g. "system:serviceaccount:argo-rollouts:*"
+     * (a trailing * is a prefix). Their objects are then not judged again.
+     */
+    controllerUsers: z.array(z.string().min(1).max(253)).max(100).default([]),
+  })
+  .prefault({});
+
+export type WorkloadsSettings = z.infer<typeof WorkloadsSettingsSchema>;

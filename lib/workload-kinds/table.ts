@@ -1,8 +1,21 @@
-// The ML workload kinds judged at apply, in the form of the setting workloads.kinds: where each
-// kind's pod templates are and how many pods each makes at once. Paths and defaults are those of
+// The workload kinds judged at apply. Kubernetes' own (BUILT_IN_WORKLOADS: the one list of them;
+// their pod template is at spec.template, a CronJob's at spec.jobTemplate.spec.template), then the
+// ML kinds, in the form of the setting workloads.kinds: where each kind's pod templates are and how
+// many pods each makes at once. Paths and defaults are those of
 // each project's published API reference (Kubeflow Training Operator, KubeRay, JobSet,
 // LeaderWorkerSet, Volcano, KServe); an operator then makes the pods, which are judged again at Pod CREATE.
 import { kindName, type TemplateSpec, type WorkloadKindSpec } from "./kind-spec";
+
+/** Kubernetes' own workload kinds, as a webhook rule names them (group "" is the core group). */
+export const BUILT_IN_WORKLOADS = [
+  { group: "apps", version: "v1", kind: "Deployment" },
+  { group: "apps", version: "v1", kind: "StatefulSet" },
+  { group: "apps", version: "v1", kind: "DaemonSet" },
+  { group: "apps", version: "v1", kind: "ReplicaSet" },
+  { group: "", version: "v1", kind: "ReplicationController" },
+  { group: "batch", version: "v1", kind: "Job" },
+  { group: "batch", version: "v1", kind: "CronJob" },
+] as const;
 
 /** Kubeflow's `<x>ReplicaSpecs`: a map of role (Master, Worker, PS, Launcher) → {replicas (default 1), template}. */
 const kubeflowJob = (

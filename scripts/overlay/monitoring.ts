@@ -10,7 +10,7 @@
 //   values monitoring.prometheusRule.enabled and monitoring.dashboard.enabled (both false).
 // The build fails if an expression names a metric the module does not export: every admission_guard_*
 // name must be in lib/metrics METRIC_NAMES (a histogram's with _bucket, _sum or _count); otherwise
-// only `up`, process_* and nodejs_* (prom-client's default metrics, lib/metrics/serve.ts).
+// only `up`, process_* and nodejs_* (prom-client's default metrics, lib/pepr/metrics-serve.ts).
 import { existsSync, readFileSync } from "node:fs";
 import { parse, parseDocument, stringify } from "yaml";
 import { METRIC_NAMES, registry } from "../../lib/metrics";

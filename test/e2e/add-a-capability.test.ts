@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { KubeObject } from "../../lib/objects/pod";
-import type { Policy, Validator } from "../../lib/objects/policy";
+import type { Policy, Validator } from "../../lib/engine/policy";
 import { admit } from "../support/admission";
 import { startController, type Controller } from "../support/controller";
 import { copyModule, type ModuleCopy } from "../support/module-copy";
@@ -53,7 +53,7 @@ beforeAll(async () => {
     [
       'import { Capability } from "pepr";',
       'import { bindPolicy } from "../../lib/pepr/adapter";',
-      'import type { Policy } from "../../lib/objects/policy";',
+      'import type { Policy } from "../../lib/engine/policy";',
       "const policy: Policy = {",
       '  name: "explodes",',
       '  description: "Throws in its fix on pods labelled explode=true",',

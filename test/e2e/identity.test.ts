@@ -1,12 +1,12 @@
 // The labels and service-account capabilities through the real built controller, against the
-// stand-in API, whose SubjectAccessReviews are answered by lib/objects/rbac.ts from the Roles and bindings
+// stand-in API, whose SubjectAccessReviews are answered by lib/cluster/rbac.ts from the Roles and bindings
 // it stores. Each case is also reviewed offline (review(), what `check` runs) over a snapshot of the
 // stand-in's objects as they were before the request: the two front doors must agree.
 import { policies } from "../../capabilities";
 import { SnapshotCluster } from "../../lib/cluster/view";
 import { review, type Review } from "../../lib/engine";
 import type { KubeObject } from "../../lib/objects/pod";
-import { RBAC_KINDS } from "../../lib/objects/rbac";
+import { RBAC_KINDS } from "../../lib/cluster/rbac";
 import { answerSubjectAccessReview } from "../support/authorization";
 import { parseSettings } from "../../lib/settings";
 import { formatViolation } from "../../lib/objects/verdict";

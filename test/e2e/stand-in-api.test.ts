@@ -2,7 +2,7 @@
 import { K8s, kind } from "kubernetes-fluent-client";
 import { Agent } from "node:https";
 import type { KubeObject } from "../../lib/objects/pod";
-import { serviceAccountUser } from "../../lib/objects/rbac";
+import { serviceAccountUser } from "../../lib/cluster/rbac";
 import { requestAttributes } from "../support/authorization";
 import { sendHttps } from "../support/https";
 import { startStandIn, type StandInApi } from "../support/stand-in-api";

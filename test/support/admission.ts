@@ -7,7 +7,8 @@
 // requests copied from limits... (see defaultPod). Tests send that, not the manifest a user wrote.
 import { randomUUID } from "node:crypto";
 import { applyPatch as applyJsonPatch, deepClone, type Operation } from "fast-json-patch";
-import { WORKLOAD_KINDS, type KubeObject } from "../../lib/objects/pod";
+import type { KubeObject } from "../../lib/objects/pod";
+import { WORKLOAD_KINDS } from "../../lib/workload-kinds/built-in";
 import type { Controller } from "./controller";
 import { RESOURCE_TYPES, type StandInApi } from "./stand-in-api";
 

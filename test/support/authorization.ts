@@ -11,7 +11,7 @@
 // (handlers/patch.go createAuthorizerAttributes) — both verbs are needed to create by apply.
 import type { KubeObject } from "../../lib/objects/pod";
 import { isRecord } from "../../lib/objects/record";
-import { RbacIndex, strings, type AccessRequest } from "../../lib/objects/rbac";
+import { RbacIndex, strings, type AccessRequest } from "../../lib/cluster/rbac";
 
 /** The resource attributes of one request; undefined for a non-resource request (/healthz, /api). */
 export type RequestAttributes = Omit<AccessRequest, "user" | "groups">;

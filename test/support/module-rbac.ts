@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import type { KubeObject } from "../../lib/objects/pod";
-import { serviceAccountUser } from "../../lib/objects/rbac";
+import { serviceAccountUser } from "../../lib/cluster/rbac";
 import { describeAttributes, type Identity } from "./authorization";
 import { REPO_ROOT } from "./controller";
 import type { RecordedRequest } from "./stand-in-api";

@@ -32,7 +32,7 @@
 // for lists, defaulting, validation. Authentication and authorization only with
 // `enforceRbac`: the kubeconfig's token is then a given identity (no token: system:anonymous) and
 // every resource request is authorized, as the API server does it (./authorization.ts), by
-// lib/objects/rbac.ts from the Roles, ClusterRoles and bindings the stand-in stores; a denied request gets
+// lib/cluster/rbac.ts from the Roles, ClusterRoles and bindings the stand-in stores; a denied request gets
 // the API server's 403 Status. Non-resource requests (/healthz, /version, discovery) are allowed,
 // as a cluster's system:discovery and system:public-info-viewer bindings allow them.
 import { randomUUID } from "node:crypto";
@@ -50,7 +50,7 @@ import { applyPatch, deepClone, type Operation } from "fast-json-patch";
 import { LATEST_POLICY_MINOR } from "../../capabilities/security-context/checks";
 import { parse as parseYaml } from "yaml";
 import type { KubeObject } from "../../lib/objects/pod";
-import { RbacIndex, RBAC_KINDS } from "../../lib/objects/rbac";
+import { RbacIndex, RBAC_KINDS } from "../../lib/cluster/rbac";
 import {
   ANONYMOUS,
   applyCreate,

@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { main } from "../../../cli/main";
-import type { Policy } from "../../../lib/objects/policy";
+import type { Policy } from "../../../lib/engine/policy";
 import { helloPeprPolicy } from "../../../hello-pepr";
 
 export interface Run {

@@ -21,7 +21,7 @@ import {
 } from "../../../lib/cluster/live";
 import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { RuleContext } from "../../../lib/objects/policy";
+import type { RuleContext } from "../../../lib/engine/policy";
 import { defaultSettings } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
 

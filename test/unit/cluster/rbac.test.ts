@@ -4,7 +4,7 @@ import {
   RbacIndex,
   serviceAccountUser,
   type AccessRequest,
-} from "../../../lib/objects/rbac";
+} from "../../../lib/cluster/rbac";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import type { KubeObject } from "../../../lib/objects/pod";
 

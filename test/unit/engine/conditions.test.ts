@@ -26,7 +26,7 @@ import {
 } from "../../../lib/engine";
 import { recordedFixFailures, recordFixFailures } from "../../../lib/objects/fix-trace";
 import type { KubeObject } from "../../../lib/objects/pod";
-import { CONFIG_MAP, type Operation, type Policy } from "../../../lib/objects/policy";
+import { CONFIG_MAP, type Operation, type Policy } from "../../../lib/engine/policy";
 import { parseSettings, type Settings } from "../../../lib/settings";
 import type { Violation } from "../../../lib/objects/verdict";
 

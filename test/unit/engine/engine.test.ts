@@ -13,7 +13,7 @@ import { defaultSettings, parseSettings } from "../../../lib/settings";
 import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../../hello-pepr";
 import { imageRegistryPolicy } from "../../../capabilities/image-registry/policy";
 import { containersChanged, type KubeObject } from "../../../lib/objects/pod";
-import type { Policy } from "../../../lib/objects/policy";
+import type { Policy } from "../../../lib/engine/policy";
 
 const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",

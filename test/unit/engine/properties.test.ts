@@ -9,7 +9,8 @@ import { DaemonSet, Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { policies } from "../../../capabilities";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review, type Review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings, NS_KEYS } from "../../../lib/settings";
 import { assertValidPod, unknownFields } from "../security-context/support";
 

@@ -13,9 +13,9 @@ import {
   type Route,
 } from "../../../lib/engine/routes";
 import type { KubeObject } from "../../../lib/objects/pod";
-import { CONFIG_MAP, noFindings, type Operation } from "../../../lib/objects/policy";
+import { CONFIG_MAP, noFindings, type Operation } from "../../../lib/engine/policy";
 import { moduleEnvironment, parseSettings, settingsFromEnv } from "../../../lib/settings";
-import { WORKLOAD_KINDS } from "../../../lib/objects/pod";
+import { WORKLOAD_KINDS } from "../../../lib/workload-kinds/built-in";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
 import cfg from "../../../package.json";
 

@@ -4,7 +4,7 @@ import { LiveCluster } from "../../../lib/cluster/live";
 import {
   createExemptionsNamespace,
   type NamespaceClient,
-} from "../../../lib/exemptions/dev-namespace";
+} from "../../../lib/cluster/exemptions-namespace";
 import { exemptionsNamespaceOwnership, observeExemptionsNamespace } from "../../../lib/metrics";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { OWNED_BY_LABEL as OWNED_BY } from "../../../lib/settings";

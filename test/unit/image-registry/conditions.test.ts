@@ -12,7 +12,7 @@ import {
   rewriteToMirrors,
 } from "../../../capabilities/image-registry/rules";
 import { contextFor } from "../../../lib/engine";
-import { podTemplateOf } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 
 const settings = (registries: SettingsInput["registries"]) => parseSettings({ registries });
 

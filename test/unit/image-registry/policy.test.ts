@@ -13,7 +13,7 @@ import {
 } from "../../../lib/objects/image-reference";
 import { mirrorImage, mirrorsOf } from "../../../capabilities/image-registry/rules";
 import { restrictedVolumes } from "../../../capabilities/security-context/checks/restrictedVolumes";
-import { podTemplateOf } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { run as runCli, tempTree } from "../cli/check-helpers";
 
 const DIGEST = `sha256:${"a".repeat(64)}`;

@@ -4,7 +4,8 @@ import { carryAppLabel, checkLabels, COMPONENT_LABEL } from "../../../capabiliti
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { contextFor, review } from "../../../lib/engine";
 import { labelsPolicy } from "../../../capabilities/labels/policy";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { NS_KEYS, parseSettings, type SettingsInput } from "../../../lib/settings";
 
 const pod = (metadata: Record<string, unknown>): KubeObject => ({

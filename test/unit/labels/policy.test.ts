@@ -7,7 +7,8 @@ import {
 } from "../../../capabilities/labels/rules";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { contextFor, review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import * as fc from "fast-check";
 

@@ -3,7 +3,7 @@
 // two configurations, as test/unit/webhooks/arming.test.ts does.
 import { applyPatch } from "fast-json-patch";
 import { webhookArming, webhookFailClosed } from "../../../lib/metrics";
-import { DISARM_ANNOTATION } from "../../../lib/settings/keys";
+import { DISARM_ANNOTATION } from "../../../lib/objects/keys";
 import { WEBHOOK_KINDS, WebhookArming, type ArmingApi } from "../../../lib/webhooks/arm-live";
 import {
   failsClosed,

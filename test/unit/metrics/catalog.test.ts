@@ -9,7 +9,7 @@ import {
   recordReview,
   registry,
 } from "../../../lib/metrics";
-import { outcomeOf, serveWithPepr } from "../../../lib/metrics/serve";
+import { outcomeOf, serveWithPepr } from "../../../lib/pepr/metrics-serve";
 
 /** The value of one sample, by its labels (0 when absent). */
 async function sample(name: string, labels: Record<string, string>): Promise<number> {

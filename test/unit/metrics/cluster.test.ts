@@ -59,8 +59,9 @@ import {
   cacheAge,
   cacheSynced,
 } from "../../../lib/metrics";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
-import type { PodTarget } from "../../../lib/objects/policy";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
+import type { PodTarget } from "../../../lib/engine/policy";
 import { parseSettings } from "../../../lib/settings";
 import { WatchedStore } from "../../../lib/cluster/watched-store";
 import { MetricsDelta, valueOf } from "./support";

@@ -3,10 +3,11 @@
 // counted, and which parts a denial names.
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { answer, contextFor, review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
-import { workloadTargets } from "../../../lib/workload-kinds/targets";
+import { workloadTargets } from "../../../lib/engine/targets";
 import { helloPeprPolicy } from "../../../hello-pepr";
 import { payloadSizePolicy } from "../../../capabilities/payload-size/policy";
 import { checkGangPayload, checkPayload } from "../../../capabilities/payload-size/rules";

@@ -13,7 +13,7 @@ import {
   sharedActions,
 } from "../../../lib/pepr/adapter";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { Policy } from "../../../lib/objects/policy";
+import type { Policy } from "../../../lib/engine/policy";
 import { defaultSettings } from "../../../lib/settings";
 
 const NS = "pepr-demo";

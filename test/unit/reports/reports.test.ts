@@ -4,7 +4,7 @@ import { policies } from "../../../capabilities";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import type { EngineDeps } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { Policy } from "../../../lib/objects/policy";
+import type { Policy } from "../../../lib/engine/policy";
 import {
   buildReport,
   objectResults,

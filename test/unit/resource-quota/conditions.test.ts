@@ -6,12 +6,13 @@ import type { V1ResourceQuota } from "@kubernetes/client-node";
 import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy";
 import { SnapshotCluster, type ClusterView } from "../../../lib/cluster/view";
 import { contextFor, review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
-import type { Operation, RuleFindings } from "../../../lib/objects/policy";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
+import type { Operation, RuleFindings } from "../../../lib/engine/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
-import { workloadTargets } from "../../../lib/workload-kinds/targets";
+import { workloadTargets } from "../../../lib/engine/targets";
 import { container, node, resourceQuota, type Res } from "./support";
 
 const NS = "ml";

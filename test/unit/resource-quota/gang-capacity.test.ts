@@ -13,7 +13,7 @@ import { limitRangeDefaults, podResources } from "../../../capabilities/resource
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { Operation } from "../../../lib/objects/policy";
+import type { Operation } from "../../../lib/engine/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
 import { container, node } from "./support";

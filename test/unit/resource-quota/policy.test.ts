@@ -7,7 +7,7 @@ import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review, type ContextInput } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { Operation } from "../../../lib/objects/policy";
+import type { Operation } from "../../../lib/engine/policy";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
 import { loadManifests } from "../../support/manifests";

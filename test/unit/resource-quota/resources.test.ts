@@ -12,7 +12,8 @@ import {
   type ResourceList,
 } from "../../../capabilities/resource-quota/resources";
 import { podCount } from "../../../capabilities/resource-quota/workload";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { formatQuantity } from "../../../lib/objects/quantity";
 import type { V1LimitRange } from "@kubernetes/client-node";
 

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { parse } from "yaml";
 import { schemaProblems } from "../../../cli/schema";
 import { ALL_CHECKS, checksFor, evaluatePod } from "../../../capabilities/security-context/checks";
-import { podTemplateOf, type KubeObject, type PodTemplateRef } from "../../../lib/objects/pod";
+import type { KubeObject, PodTemplateRef } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 
 const FIXTURES = join(__dirname, "../../fixtures/security-context");
 

@@ -12,7 +12,7 @@ import {
   VERSION_RETRY_MS,
 } from "../../../lib/cluster/live";
 import { review } from "../../../lib/engine";
-import type { RuleContext } from "../../../lib/objects/policy";
+import type { RuleContext } from "../../../lib/engine/policy";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 

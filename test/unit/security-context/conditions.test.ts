@@ -23,7 +23,8 @@ import {
 } from "../../../capabilities/security-context/fix";
 import { imageUserOf, type ImageUser } from "../../../capabilities/security-context/image-user";
 import type { ImageLookup } from "../../../lib/cluster/view";
-import { podTemplateOf, type KubeObject, type PodTemplateRef } from "../../../lib/objects/pod";
+import type { KubeObject, PodTemplateRef } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings, parseSettings } from "../../../lib/settings";
 import type { V1Container } from "@kubernetes/client-node";
 

@@ -4,7 +4,8 @@ import { evaluatePod } from "../../../capabilities/security-context/checks";
 import { fixPodSecurity, scratchVolumeName } from "../../../capabilities/security-context/fix";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings, parseSettings, type Settings } from "../../../lib/settings";
 import { assertValidPod, unknownFields } from "./support";
 

@@ -17,7 +17,8 @@ import {
 } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
 import type { ImageRef } from "../../../lib/objects/image-reference";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings, parseSettings } from "../../../lib/settings";
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

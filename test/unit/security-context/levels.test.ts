@@ -11,7 +11,8 @@ import {
 import { fixPodSecurity } from "../../../capabilities/security-context/fix";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review, type Review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings, parseSettings, type SettingsInput } from "../../../lib/settings";
 import { runCheck } from "../../support/check-command";
 import { tempTree } from "../cli/check-helpers";

@@ -4,7 +4,8 @@
 import fc from "fast-check";
 import { evaluatePod } from "../../../capabilities/security-context/checks";
 import { fixPodSecurity } from "../../../capabilities/security-context/fix";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings } from "../../../lib/settings";
 import { assertValidPod } from "./support";
 

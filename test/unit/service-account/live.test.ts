@@ -37,7 +37,8 @@ import type { KubernetesObject } from "kubernetes-fluent-client";
 import { serviceAccountForNewNamespace } from "../../../capabilities/service-account/rules";
 import { checkSecretAccess } from "../../../capabilities/service-account/secret-access";
 import { contextFor } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import {
   AccessReviews,
   ANSWER_TTL_MS,

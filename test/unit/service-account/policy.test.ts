@@ -14,7 +14,8 @@ import {
 } from "../../../capabilities/service-account/secret-access";
 import { SnapshotCluster, type EnsureResult } from "../../../lib/cluster/view";
 import { answer, contextFor, mutate, review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import * as fc from "fast-check";
 

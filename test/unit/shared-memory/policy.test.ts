@@ -11,7 +11,8 @@ import {
 import { sharedMemoryPolicy } from "../../../capabilities/shared-memory/policy";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { answer, mutate, recordedFixes, review } from "../../../lib/engine";
-import { podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import {
   defaultSettings,
   NS_KEYS,

@@ -43,7 +43,7 @@ import { CallSlots } from "../../../lib/cluster/api-calls";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
-import type { RbacEvaluator } from "../../../lib/objects/rbac";
+import type { RbacEvaluator } from "../../../lib/cluster/rbac";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
 

@@ -11,7 +11,7 @@ import {
 import { WebhookArming, type ArmingApi, WEBHOOK_KINDS } from "../../../lib/webhooks/arm-live";
 import { applyPatch } from "fast-json-patch";
 import { eventually } from "../../support/wait";
-import { DISARM_ANNOTATION } from "../../../lib/settings/keys";
+import { DISARM_ANNOTATION } from "../../../lib/objects/keys";
 
 const NAME = "pepr-4473f691-a31f-4e7a-acc9-f7166d266bae";
 const service = { name: NAME, namespace: "pepr-system", path: "/mutate/abc", port: 443 };

@@ -8,7 +8,7 @@ import { policies } from "../../../capabilities";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
-import { chooseRuntime, servingRuntimeAsRead } from "../../../lib/objects/serving-runtimes";
+import { chooseRuntime, servingRuntimeAsRead } from "../../../lib/workload-kinds/serving-runtimes";
 import { ServingRuntimeCaches } from "../../../lib/cluster/serving-runtime-cache";
 import { cacheSynced } from "../../../lib/metrics";
 import { valueOf } from "../metrics/support";

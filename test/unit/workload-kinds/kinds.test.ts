@@ -4,7 +4,8 @@ import { findAll, findAt, parsePath, pathWith } from "../../../lib/workload-kind
 import { isSuspended, podRolesOf, workloadKindOf } from "../../../lib/workload-kinds/roles";
 import { BUILT_IN_KINDS, BUILT_IN_KIND_NAMES } from "../../../lib/workload-kinds/table";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
-import { isWorkload, podTemplateOf, type KubeObject } from "../../../lib/objects/pod";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { isWorkload, podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { defaultSettings, parseSettings, SettingsError } from "../../../lib/settings";
 
 const segments = (p: string) => {

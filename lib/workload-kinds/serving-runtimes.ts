@@ -5,8 +5,8 @@
 // pod-level fields KServe takes from it), never the whole object. Pure; the live cache is
 // lib/cluster/serving-runtime-cache.ts, the snapshot's objects are read through the same projection.
 import type { KubernetesObject } from "kubernetes-fluent-client";
-import type { KubeObject } from "./pod";
-import { isRecord } from "./record";
+import type { KubeObject } from "../objects/pod";
+import { isRecord } from "../objects/record";
 
 export const SERVING_RUNTIME_GROUP = "serving.kserve.io";
 export const SERVING_RUNTIME_VERSION = "v1alpha1";

@@ -4,9 +4,9 @@
 // ours; and its own pepr_mutate/pepr_validate summaries stay at 0, so we measure the review here.
 import { collectDefaultMetrics } from "prom-client";
 import { metricsCollector } from "pepr";
-import { peprApiPath } from "../pepr/api-path";
-import { wrapPeprJson } from "../pepr/webhook-body-limit";
-import { recordReview, registry } from "./index";
+import { peprApiPath } from "./api-path";
+import { wrapPeprJson } from "./webhook-body-limit";
+import { recordReview, registry } from "../metrics";
 
 const SERVED = Symbol.for("admission-guard.metrics-served");
 

@@ -1,7 +1,5 @@
 // The words admission-guard reads and writes on namespaces and objects (mode labels, annotations),
 // and the namespaces it never touches.
-import type { Settings } from "./schema";
-
 export const MODES = ["enforce", "warn", "audit", "off"] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -46,7 +44,18 @@ export const DISARM_ANNOTATION = "admission-guard.dev/disarm";
 /** Namespaces admission-guard never touches, whatever the settings say. */
 export const SYSTEM_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease", "pepr-system"];
 
-export function isIgnoredNamespace(ns: string | undefined, settings: Settings): boolean {
+/** A system namespace, or one of the setting ignoredNamespaces. */
+export function isIgnoredNamespace(
+  ns: string | undefined,
+  settings: { ignoredNamespaces: readonly string[] },
+): boolean {
   if (!ns) return false;
   return SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns);
+}
+
+/** A namespace as rules read it (lib/cluster/view.ts namespaceInfoOf projects it). */
+export interface NamespaceInfo {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
 }

@@ -4,11 +4,16 @@
 // admin runs instead. Deployed, the overlay creates it and the module's RBAC has no namespace create.
 // Why: docs/adr/0028-exemptions-refused-where-they-do-not-count.md
 import { K8s, kind } from "kubernetes-fluent-client";
-import { describeError } from "../cluster/api-calls";
-import type { Logger } from "../cluster/watched-store";
-import { namespaceInfoOf } from "../cluster/view";
+import { describeError } from "./api-calls";
+import type { Logger } from "./watched-store";
+import { namespaceInfoOf } from "./view";
 import type { KubeObject } from "../objects/pod";
-import { exemptionsNamespaceOwned, notOwnedFix, notOwnedReason, ownedExemptionsNamespace } from ".";
+import {
+  exemptionsNamespaceOwned,
+  notOwnedFix,
+  notOwnedReason,
+  ownedExemptionsNamespace,
+} from "../exemptions";
 
 /** The two API calls it makes (tests inject a fake). */
 export interface NamespaceClient {

@@ -9,9 +9,9 @@
 // none of them applies deploy/policyreport-crd.yaml (docs/reports.md).
 import { K8s, kind } from "kubernetes-fluent-client";
 import type { V1CustomResourceDefinition } from "@kubernetes/client-node";
-import { describeError } from "../cluster/api-calls";
-import { EXEMPTION_GVK } from ".";
-import type { Logger } from "../cluster/watched-store";
+import { describeError } from "./api-calls";
+import { EXEMPTION_GVK } from "../exemptions";
+import type { Logger } from "./watched-store";
 
 const str = (description: string) => ({ type: "string", description });
 const stringList = (description: string) => ({

@@ -1,9 +1,10 @@
 // The shape every policy area (capability) has. Rules are plain functions over plain objects:
 // no Pepr, no network — what they need from the cluster comes through ctx.cluster.
-import type { ClusterView, NamespaceInfo } from "../cluster/view";
-import type { KubeObject, PodTemplateRef } from "./pod";
+import type { ClusterView } from "../cluster/view";
+import type { NamespaceInfo } from "../objects/keys";
+import type { KubeObject, PodTemplateRef } from "../objects/pod";
 import type { Settings } from "../settings";
-import type { Change, Skip, Violation } from "./verdict";
+import type { Change, Skip, Violation } from "../objects/verdict";
 import type { PodRole } from "../workload-kinds/roles";
 import { groupOf } from "../workload-kinds/kind-spec";
 

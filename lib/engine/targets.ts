@@ -1,10 +1,11 @@
 // A workload's pod templates as the policies' targets: a built-in workload's one, or one per role
 // of an ML kind (a PyTorchJob's Master and Worker). Pure.
-import { podTemplateOf, type KubeObject } from "../objects/pod";
-import type { PodTarget } from "../objects/policy";
-import type { RuntimeSource } from "../objects/serving-runtimes";
-import type { WorkloadKindSpec } from "./kind-spec";
-import { podRolesOf, workloadKindOf } from "./roles";
+import type { KubeObject } from "../objects/pod";
+import { podTemplateOf } from "../workload-kinds/built-in";
+import type { PodTarget } from "./policy";
+import type { RuntimeSource } from "../workload-kinds/serving-runtimes";
+import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
+import { podRolesOf, workloadKindOf } from "../workload-kinds/roles";
 
 /**
  * The pod templates of a workload, as targets: a built-in workload's one (no role), or every role

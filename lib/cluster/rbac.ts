@@ -1,8 +1,8 @@
 // Kubernetes RBAC evaluated from plain objects: the answer a SubjectAccessReview would give, for
 // `check --cluster` and the e2e stand-in API. Pure.
 // Why: docs/adr/0021-rbac-evaluated-from-plain-objects.md
-import type { KubeObject } from "./pod";
-import { isRecord } from "./record";
+import type { KubeObject } from "../objects/pod";
+import { isRecord } from "../objects/record";
 
 /** Result of asking whether a ServiceAccount may `get` some secrets. */
 export interface SecretAccess {
