@@ -155,11 +155,12 @@ describe("Kubernetes alone", () => {
         reason: "CreateContainerConfigError",
         message: expect.stringContaining("runAsNonRoot and image will run as root"),
       });
-    expect(outcome("nonroot-named", "minimal")).toMatchObject({
-      kind: "NotStarted",
-      reason: "CreateContainerConfigError",
-      message: expect.stringContaining("non-numeric user (ml)"),
-    });
+    for (const shape of ["nonroot-named", "nonroot-named-group"] as const)
+      expect(outcome(shape, "minimal")).toMatchObject({
+        kind: "NotStarted",
+        reason: "CreateContainerConfigError",
+        message: expect.stringContaining("non-numeric user (ml)"),
+      });
   });
 
   test("baseline: every image shape runs as built (Pod Security baseline asks nothing of them)", () => {
@@ -233,8 +234,20 @@ describe("with admission-guard", () => {
     );
   });
 
-  test("an image that writes where only its build user may (root-built WORKDIR, a named user) is told so at admission, and fails only on that write", () => {
-    for (const shape of ["root-built", "nonroot-named"] as const)
+  test("a named USER (and USER name:group) runs as the UID and GID its image's files give: Succeeded, unwarned (issue 41)", () => {
+    for (const shape of ["nonroot-named", "nonroot-named-group"] as const)
+      for (const column of WITH_MODULE) {
+        expect([shape, column, outcome(shape, column)]).toEqual([
+          shape,
+          column,
+          { kind: "Succeeded" },
+        ]);
+        expect((warnings.get(podName(shape, column)) ?? []).join("\n")).not.toContain("a name");
+      }
+  });
+
+  test("an image that writes where only its build user may (a root-built WORKDIR) is told so at admission, and fails only on that write", () => {
+    for (const shape of ["root-built"] as const)
       for (const column of WITH_MODULE) {
         expect([shape, column, outcome(shape, column)]).toEqual([
           shape,
@@ -243,9 +256,7 @@ describe("with admission-guard", () => {
         ]);
         const said = (warnings.get(podName(shape, column)) ?? []).join("\n");
         expect(said).toContain(
-          shape === "root-built"
-            ? "is built to run as root; it runs as UID 1000 here, with HOME=/home/workload on an emptyDir; its WORKDIR /workspace"
-            : 'runs as user "ml", a name: the kubelet cannot check runAsNonRoot against a name',
+          "is built to run as root; it runs as UID 1000 here, with HOME=/home/workload on an emptyDir; its WORKDIR /workspace",
         );
         expect(said).toContain("Fix: build the image with");
       }
