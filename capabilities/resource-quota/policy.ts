@@ -27,14 +27,8 @@ import {
 import { isSuspended, workloadKindOf } from "../../lib/workload-kinds/roles";
 import { checkGangClaims, checkPodClaims, checkRoleClaimFit } from "./dra";
 import { checkGangQuotas, type GangRole } from "./gang";
-import {
-  defaultsOf,
-  gangOfJob,
-  gangOfKueuePod,
-  gangOfRoles,
-  isGangKind,
-  judgeGangCapacity,
-} from "./gang-capacity";
+import { defaultsOf, judgeGangCapacity } from "./gang-capacity";
+import { gangOfJob, gangOfKueuePod, gangOfRoles, isGangKind } from "./gang-capacity-demand";
 import { checkNodeFit } from "./node-fit";
 import { CAPABILITY, checkQuotas, type QuotaDemand } from "./quota";
 import {

@@ -1,6 +1,8 @@
 // The background scan behind the PolicyReports: judges each object the watcher hands it with the
 // engine (a dry run), keeps per object a digest and results, and writes one report per namespace,
 // bounded in queue, time slices and writes. Why: docs/adr/0012-list-and-watch-holding-no-objects.md
+// This file is the queue and what is kept per object; equal results are shared by interning.ts,
+// objects read again to be judged again by rereads.ts, reports written by report-writes.ts.
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { answer, madeByController, type EngineDeps } from "../engine";
@@ -9,33 +11,20 @@ import { isWorkload } from "../workload-kinds/built-in";
 import { kindsInForce } from "../workload-kinds/in-force";
 import { groupOf } from "../workload-kinds/kind-spec";
 import { isIgnoredNamespace } from "../settings";
-import { observeWatcherQueue, recordJudged, reportLag, reportWrites } from "../metrics";
+import { observeWatcherQueue, recordJudged } from "../metrics";
+import { ResultInterner } from "./interning";
 import {
   buildReport,
   objectResults,
-  reportContent,
   sameResults,
-  type Finding,
   type ObjectResults,
   type PolicyReport,
 } from "./policy-report";
+import { ReportWrites, type ReportStore, type WritesStats } from "./report-writes";
+import { Rereads, type Relist } from "./rereads";
 
-/** Where reports go: the API server in the watcher, a list in tests and the benchmark. */
-export interface ReportStore {
-  /** The report stored for a namespace (its content decides whether to write), undefined if none. */
-  read(namespace: string): Promise<PolicyReport | undefined>;
-  write(report: PolicyReport): Promise<void>;
-  remove(namespace: string): Promise<void>;
-}
-
-/**
- * Reads the watched objects again, those of one namespace (every namespace: undefined), each handed
- * to onObject and awaited (pages, not the cluster at once). The watcher lists every watched kind.
- */
-export type Relist = (
-  namespace: string | undefined,
-  onObject: (obj: KubeObject) => Promise<void>,
-) => Promise<void>;
+export type { ReportStore } from "./report-writes";
+export type { Relist } from "./rereads";
 
 /** How an object arrived: from a (re)list of its kind, or a watch event. */
 export type ObjectPhase = "LISTED" | "ADDED" | "MODIFIED";
@@ -54,13 +43,9 @@ export interface ScannerOptions {
   log?: { warn: (o: object, m: string) => void; info: (o: object, m: string) => void };
 }
 
-export interface ScannerStats {
+export interface ScannerStats extends WritesStats {
   judged: number;
   unchanged: number;
-  writes: number;
-  unchangedReports: number;
-  removals: number;
-  failures: number;
 }
 
 /** Longest run of judging before the scan yields to the event loop. */
@@ -69,10 +54,6 @@ export const SLICE_MS = 20;
 export const JUDGING_WAIT_MS = 10_000;
 /** Whole objects waiting to be judged at most, by default (~30 KB each for a large pod). */
 export const MAX_QUEUED = 256;
-/** Judging again more namespaces than this reads every namespace once instead of each in turn. */
-export const RELIST_NAMESPACES = 16;
-/** A re-read that failed is tried again after this long. */
-export const RELIST_RETRY_MS = 30_000;
 
 /** What is kept of an object: its identity (the map's key), never the object. */
 interface Entry {
@@ -129,39 +110,6 @@ const digestOf = (obj: KubeObject) =>
     )
     .digest("base64");
 
-// A report's content is ~400 KB at maxResults: its digest is what is kept to compare.
-const contentDigest = (report: PolicyReport) =>
-  createHash("sha1").update(reportContent(report)).digest("base64");
-
-/** Distinct findings (and lists, and names) shared at most: past it a table starts over. */
-export const MAX_SHARED = 50_000;
-/** The key text a table has seen at most (keys are tenants' words: names, images, messages). */
-export const MAX_SHARED_KEY_BYTES = 16 * 1024 * 1024;
-/** A key longer than this is held as its digest (28 characters), not as itself. */
-const DIGEST_KEYS_OVER = 64;
-
-/**
- * Equal values held once, by a key; bounded in entries and in the key text seen (what was
- * shared stays shared after a start over). Long keys are held as their SHA-1.
- */
-class Shared<T> {
-  private readonly table = new Map<string, T>();
-  private keyBytes = 0;
-  of(key: string, value: T): T {
-    const held =
-      key.length > DIGEST_KEYS_OVER ? createHash("sha1").update(key).digest("base64") : key;
-    const known = this.table.get(held);
-    if (known !== undefined) return known;
-    this.keyBytes += key.length;
-    if (this.table.size >= MAX_SHARED || this.keyBytes > MAX_SHARED_KEY_BYTES) {
-      this.table.clear();
-      this.keyBytes = key.length;
-    }
-    this.table.set(held, value);
-    return value;
-  }
-}
-
 const unrefSleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms).unref?.());
 
 /** A kind as the scan names it (the prefix of its objects' keys): "Pod.", "Job.batch". */
@@ -170,14 +118,6 @@ export const scanKindOf = (apiVersion: string, kind: string) => `${kind}.${group
 // The API group too: a Volcano Job and a batch Job of one name are two objects.
 const keyOf = (obj: KubeObject) =>
   `${scanKindOf(String(obj.apiVersion ?? ""), String(obj.kind))}/${obj.metadata?.name ?? ""}`;
-
-/** A re-read to come: the namespaces (all: undefined), judged before `cause`, seen at `since`. */
-interface WaitingReread {
-  wanted?: Set<string>;
-  cause: number;
-  since: number;
-  done: Promise<void>;
-}
 
 export class ReportScanner {
   readonly stats: ScannerStats = {
@@ -200,31 +140,35 @@ export class ReportScanner {
   /** Kinds ("Pod.") whose (re)list is under way → its number (entries listed by it carry it). */
   private readonly listing = new Map<string, number>();
   private lists = 0;
-  /** Judging again (re-reading objects): one at a time, in order. */
-  private rejudging?: Promise<void>;
-
-  // Most objects find the same as others (a template's pods, the same skips): their findings, and
-  // lists of them, are held once; at 100,000 pods their messages would be most of the scan's memory.
-  private readonly findings = new Shared<{ finding: Finding; id: number }>();
-  private readonly findingLists = new Shared<readonly Finding[]>();
-  private readonly names = new Shared<string>();
-  private findingIds = 0;
-
-  /** namespace → a digest of the content last written (or read), "" when it has no report. */
-  private readonly written = new Map<string, string>();
-  private readonly lastWrite = new Map<string, number>();
-  /** Namespaces with a change no started write includes yet. */
-  private readonly dirty = new Set<string>();
-  private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
-  private readonly queue = new Set<string>();
-  private readonly flushing = new Set<string>();
-  private idleWaiters: (() => void)[] = [];
+  private readonly interner = new ResultInterner();
+  private readonly writes: ReportWrites;
+  private readonly rereads: Rereads;
 
   constructor(
     private readonly deps: () => EngineDeps,
-    private readonly store: ReportStore,
+    store: ReportStore,
     private readonly options: ScannerOptions,
   ) {
+    this.writes = new ReportWrites(store, options, this.stats, {
+      reportOf: namespace => this.reportOf(namespace),
+      takeSeen: namespace => this.takeSeen(namespace),
+      putBackSeen: (namespace, shown) => this.putBackSeen(namespace, shown),
+      settled: () => this.settled(),
+      removed: namespace => {
+        if (!this.objects.get(namespace)?.size) this.objects.delete(namespace);
+      },
+    });
+    this.rereads = new Rereads(
+      {
+        judgings: () => this.judgings,
+        staleNamespaces: (wanted, cause) => this.staleNamespaces(wanted, cause),
+        holds: namespace =>
+          namespace === undefined ? this.objects.size > 0 : this.objects.has(namespace),
+        offerAgain: (obj, cause, since) => this.offerAgain(obj, cause, since),
+        judging: () => this.judging,
+      },
+      options,
+    );
     observeWatcherQueue(() => this.toJudge.size);
   }
 
@@ -380,7 +324,7 @@ export class ReportScanner {
     const namespace = obj?.metadata?.namespace ?? "";
     const key = keyOf(obj);
     if (this.toJudge.delete(`${namespace}\0${key}`)) this.freed();
-    if (this.objects.get(namespace)?.delete(key)) this.schedule(namespace);
+    if (this.objects.get(namespace)?.delete(key)) this.writes.schedule(namespace);
   }
 
   /** A (re)list of a kind ("Pod.", see scanKindOf) begins: what it lists is marked. */
@@ -406,7 +350,7 @@ export class ReportScanner {
       let gone = false;
       for (const [key, entry] of inNs)
         if (key.startsWith(prefix) && entry.listed !== list) gone = inNs.delete(key) || gone;
-      if (gone) this.schedule(namespace);
+      if (gone) this.writes.schedule(namespace);
     }
   }
 
@@ -415,48 +359,19 @@ export class ReportScanner {
    * through `relist`, even if unchanged; `since`: when the cause was seen. Resolves once judged.
    */
   rejudge(namespaces?: Iterable<string>, since = Date.now()): Promise<void> {
-    const cause = this.judgings;
-    // One re-read runs at a time, and at most one more waits: a change while it waits joins it
-    // (its namespaces, its later cause, its earlier time), so a burst of namespace or Exemption
-    // changes during a long re-read costs one more re-read, not one each.
-    const waiting = this.rejudgeWaiting;
-    if (waiting) {
-      if (namespaces === undefined) waiting.wanted = undefined;
-      else if (waiting.wanted) for (const ns of namespaces) waiting.wanted.add(ns);
-      waiting.cause = cause;
-      waiting.since = Math.min(waiting.since, since);
-      return waiting.done.then(() => this.judging);
-    }
-    const next: WaitingReread = {
-      wanted: namespaces === undefined ? undefined : new Set(namespaces),
-      cause,
-      since,
-      done: Promise.resolve(),
-    };
-    this.rejudgeWaiting = next;
-    const run = () => {
-      if (this.rejudgeWaiting === next) this.rejudgeWaiting = undefined;
-      return this.readAgain(next.wanted, next.cause, next.since);
-    };
-    const done = (this.rejudging ?? Promise.resolve()).then(run);
-    next.done = done;
-    const mine = (this.rejudging = done.finally(() => {
-      if (this.rejudging === mine) this.rejudging = undefined;
-    }));
-    return mine.then(() => this.judging);
+    return this.rereads.rejudge(namespaces, since);
   }
 
-  /** The re-read not started yet (another runs): later rejudge() calls join it. */
-  private rejudgeWaiting?: WaitingReread;
+  /**
+   * What the objects are judged with changed (a namespace's labels, an Exemption, a cache that just
+   * synced): judge them again shortly, once for a burst of such changes.
+   */
+  rejudgeSoon(namespace?: string): void {
+    this.rereads.rejudgeSoon(namespace);
+  }
 
-  private async readAgain(
-    wanted: Set<string> | undefined,
-    cause: number,
-    since: number,
-  ): Promise<void> {
-    const relist = this.options.relist;
-    if (!relist) return;
-    // The namespaces with an object judged before the cause: the others have nothing to redo.
+  /** Of `wanted` (all: undefined), the namespaces with an object judged at or before `cause`. */
+  private staleNamespaces(wanted: Set<string> | undefined, cause: number): string[] {
     const stale: string[] = [];
     for (const [namespace, inNs] of this.objects) {
       if (wanted && !wanted.has(namespace)) continue;
@@ -466,53 +381,7 @@ export class ReportScanner {
           break;
         }
     }
-    if (!stale.length) return;
-    // Many namespaces: every object read once (what is not stale is skipped as it comes).
-    const scopes: (string | undefined)[] = stale.length > RELIST_NAMESPACES ? [undefined] : stale;
-    for (const namespace of scopes)
-      try {
-        await relist(namespace, obj =>
-          !wanted || wanted.has(obj.metadata?.namespace ?? "")
-            ? this.offerAgain(obj, cause, since)
-            : Promise.resolve(),
-        );
-      } catch (e) {
-        this.options.log?.warn(
-          { namespace: namespace ?? "(all)", error: e instanceof Error ? e.message : String(e) },
-          "could not read the objects again to judge them again; retrying later",
-        );
-        const retry = setTimeout(() => this.rejudgeSoon(namespace), RELIST_RETRY_MS);
-        retry.unref?.();
-      }
-  }
-
-  private rejudgeTimer?: ReturnType<typeof setTimeout>;
-  private rejudgeAll = false;
-  private readonly rejudgeNamespaces = new Set<string>();
-
-  /**
-   * What the objects are judged with changed (a namespace's labels, an Exemption, a cache that just
-   * synced): judge them again shortly, once for a burst of such changes.
-   */
-  rejudgeSoon(namespace?: string): void {
-    // Nothing judged (yet: a cache's first list, the Exemptions as they are listed, at a start)
-    // is nothing to judge again.
-    if (namespace === undefined && this.objects.size) this.rejudgeAll = true;
-    else if (namespace !== undefined && this.objects.has(namespace))
-      this.rejudgeNamespaces.add(namespace);
-    else return;
-    if (this.rejudgeTimer) return;
-    // The first change of a burst is when its objects' change was seen.
-    const since = Date.now();
-    this.rejudgeTimer = setTimeout(() => {
-      this.rejudgeTimer = undefined;
-      const some = [...this.rejudgeNamespaces];
-      const all = this.rejudgeAll;
-      this.rejudgeAll = false;
-      this.rejudgeNamespaces.clear();
-      void this.rejudge(all ? undefined : some, since);
-    }, this.options.debounceMs ?? 2000);
-    this.rejudgeTimer.unref?.();
+    return stale;
   }
 
   private startJudging(): Promise<void> {
@@ -567,67 +436,13 @@ export class ReportScanner {
     if (!isIgnoredNamespace(namespace, deps.settings)) {
       const request = { object: obj, operation: "CREATE" as const, dryRun: true, scan: true };
       const found = await answer(request, deps, deps.policies);
-      if (found.handled) results = this.compact(objectResults(obj, namespace, found));
+      if (found.handled) results = this.interner.compact(objectResults(obj, namespace, found));
     }
     const changed = results ? !sameResults(entry.results, results) : !!entry.results;
     entry.results = results;
     if (changed) {
       entry.seen ??= since;
-      this.schedule(namespace);
-    }
-  }
-
-  /** The results with their equal parts shared with other objects' (read only, as all results). */
-  private compact(results: ObjectResults): ObjectResults {
-    const ids: number[] = [];
-    const findings = results.findings.map(f => {
-      const shared = this.findings.of(JSON.stringify(f), { finding: f, id: ++this.findingIds });
-      ids.push(shared.id);
-      return shared.finding;
-    });
-    const { ref } = results;
-    return {
-      ref: {
-        ...ref,
-        apiVersion: this.names.of(ref.apiVersion, ref.apiVersion),
-        kind: this.names.of(ref.kind, ref.kind),
-        namespace: this.names.of(ref.namespace, ref.namespace),
-      },
-      findings: this.findingLists.of(ids.join(","), findings) as Finding[],
-      judgedBy: results.judgedBy,
-    };
-  }
-
-  /** A namespace's report must be written: after the debounce, and the interval since its last write. */
-  private schedule(namespace: string): void {
-    this.dirty.add(namespace);
-    // A write waiting or running already: it reads the latest state, or (running) re-schedules.
-    if (this.timers.has(namespace) || this.queue.has(namespace) || this.flushing.has(namespace))
-      return;
-    const since = Date.now() - (this.lastWrite.get(namespace) ?? -Infinity);
-    const delay = Math.max(this.options.debounceMs ?? 2000, this.options.intervalMs - since);
-    const timer = setTimeout(() => {
-      this.timers.delete(namespace);
-      this.enqueue(namespace);
-    }, delay);
-    timer.unref?.();
-    this.timers.set(namespace, timer);
-  }
-
-  private enqueue(namespace: string): void {
-    this.queue.add(namespace);
-    this.drain();
-  }
-
-  private drain(): void {
-    while (this.flushing.size < (this.options.concurrency ?? 4) && this.queue.size) {
-      const namespace: string = this.queue.values().next().value!;
-      this.queue.delete(namespace);
-      void this.flush(namespace).finally(() => {
-        this.drain();
-        if (!this.flushing.size && !this.queue.size)
-          for (const done of this.idleWaiters.splice(0)) done();
-      });
+      this.writes.schedule(namespace);
     }
   }
 
@@ -651,8 +466,16 @@ export class ReportScanner {
     return shown;
   }
 
+  /** A failed write's changes wait for the next one (their first sighting kept). */
+  private putBackSeen(namespace: string, shown: [string, number][]): void {
+    for (const [key, seen] of shown) {
+      const entry = this.objects.get(namespace)?.get(key);
+      if (entry) entry.seen = Math.min(entry.seen ?? seen, seen);
+    }
+  }
+
   private busy(): boolean {
-    return !!this.judging || this.listing.size > 0 || !!this.rejudging;
+    return !!this.judging || this.listing.size > 0 || !!this.rereads.running();
   }
 
   /** Resolves once nothing is judged, listed or read again, or after JUDGING_WAIT_MS. */
@@ -665,87 +488,22 @@ export class ReportScanner {
   }
 
   /**
-   * Writes a namespace's report if it changed, or removes it when there is nothing to report. On
-   * /metrics each write or removal is a report write (ok, or error when the flush failed), and each
-   * change it shows a report lag.
-   */
-  private async flush(namespace: string): Promise<void> {
-    this.flushing.add(namespace);
-    let shown: [string, number][] = [];
-    try {
-      // Objects still waiting to be judged or listed (the first list of a large cluster): the
-      // report waits for them, within bounds, instead of being written half done and again an
-      // interval later.
-      await this.settled();
-      this.dirty.delete(namespace);
-      this.lastWrite.set(namespace, Date.now());
-      if (!this.written.has(namespace)) {
-        const stored = await this.store.read(namespace);
-        this.written.set(namespace, stored ? contentDigest(stored) : "");
-      }
-      const report = this.reportOf(namespace);
-      // Taken with the report built (a change judged during the write waits for the next one).
-      shown = this.takeSeen(namespace);
-      const content = report ? contentDigest(report) : "";
-      if (content === this.written.get(namespace)) {
-        this.stats.unchangedReports++;
-        return;
-      }
-      if (report) {
-        await this.store.write(report);
-        this.stats.writes++;
-      } else {
-        await this.store.remove(namespace);
-        this.stats.removals++;
-        if (!this.objects.get(namespace)?.size) this.objects.delete(namespace);
-      }
-      this.written.set(namespace, content);
-      reportWrites.inc({ outcome: "ok" });
-      const now = Date.now();
-      for (const [, seen] of shown) reportLag.observe(Math.max(0, now - seen) / 1000);
-    } catch (e) {
-      this.stats.failures++;
-      reportWrites.inc({ outcome: "error" });
-      // The changes it would have shown wait for the next write (their first sighting kept).
-      for (const [key, seen] of shown) {
-        const entry = this.objects.get(namespace)?.get(key);
-        if (entry) entry.seen = Math.min(entry.seen ?? seen, seen);
-      }
-      // Forget what is stored: the next try reads it again, after the interval.
-      this.written.delete(namespace);
-      this.dirty.add(namespace);
-      this.options.log?.warn(
-        { namespace, error: e instanceof Error ? e.message : String(e) },
-        "could not write the namespace's PolicyReport; retrying after the interval",
-      );
-    } finally {
-      this.flushing.delete(namespace);
-      // Changed while it was written (or the write failed): once more, after the interval.
-      if (this.dirty.has(namespace)) this.schedule(namespace);
-    }
-  }
-
-  /**
    * Resolves once nothing waits to be judged or read again and no write is queued or running; a
    * write waiting for its interval does not count (tests and the benchmark use flushPending).
    */
   async idle(): Promise<void> {
     for (;;) {
+      const rereading = this.rereads.running();
       if (this.judging) await this.judging;
-      else if (this.rejudging) await this.rejudging;
-      else if (this.flushing.size || this.queue.size)
-        await new Promise<void>(done => this.idleWaiters.push(done));
+      else if (rereading) await rereading;
+      else if (this.writes.busy()) await this.writes.drained();
       else return;
     }
   }
 
   /** Writes every namespace waiting for its timer now (tests and the benchmark). */
   flushPending(): void {
-    for (const [namespace, timer] of this.timers) {
-      clearTimeout(timer);
-      this.timers.delete(namespace);
-      this.enqueue(namespace);
-    }
+    this.writes.flushPending();
   }
 
   /** How many objects are judged, across namespaces. */

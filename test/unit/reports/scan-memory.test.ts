@@ -8,12 +8,8 @@ import * as engine from "../../../lib/engine";
 import type { EngineDeps } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
 import type { PolicyReport } from "../../../lib/reports/policy-report";
-import {
-  RELIST_NAMESPACES,
-  ReportScanner,
-  type ReportStore,
-  type ScannerOptions,
-} from "../../../lib/reports/scanner";
+import { RELIST_NAMESPACES } from "../../../lib/reports/rereads";
+import { ReportScanner, type ReportStore, type ScannerOptions } from "../../../lib/reports/scanner";
 import { defaultSettings } from "../../../lib/settings";
 import { eventually } from "../../support/wait";
 import { ScannerOverApi } from "./support";
@@ -176,7 +172,9 @@ describe("what the scan keeps of an object", () => {
     expect(new Set(lists).size).toBe(new Set(lists.map(l => JSON.stringify(l))).size);
     expect(new Set(lists).size).toBeLessThan(10);
     // The tables that share them hold long keys (a finding's text) as digests, not as themselves.
-    const tables = scanner as unknown as Record<string, { table: Map<string, unknown> }>;
+    const tables = (
+      scanner as unknown as { interner: Record<string, { table: Map<string, unknown> }> }
+    ).interner;
     for (const name of ["findings", "findingLists"]) {
       const keys = [...tables[name].table.keys()];
       expect(keys.length).toBeGreaterThan(0);
@@ -340,7 +338,8 @@ describe("judging again reads the objects again", () => {
     const { scanner, api } = setup({}, ["ml", "team-b"]);
     await scanner.observe(pod("a", "ml"));
     await scanner.observe(pod("b", "team-b"));
-    const reads = jest.spyOn(scanner as unknown as { readAgain: () => Promise<void> }, "readAgain");
+    const { rereads } = scanner as unknown as { rereads: { readAgain: () => Promise<void> } };
+    const reads = jest.spyOn(rereads, "readAgain");
     let release!: () => void;
     api.paused = new Promise<void>(resolve => (release = resolve));
     const first = scanner.rejudge(["ml"]);
