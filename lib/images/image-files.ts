@@ -14,8 +14,10 @@ import {
   parentsOf,
   resolvePath,
   type LayerFindings,
+  covers,
   type PathNode,
   type Role,
+  type TreeCount,
 } from "./image-paths";
 import { bounded, BoundedMap, type LookupLimits } from "./limits";
 import { MAX_ACCOUNT_FILE_BYTES, parseGroup, parsePasswd, resolveUser } from "./passwd";
@@ -27,11 +29,21 @@ export interface ImageFiles {
   user?: { uid: number; gid?: number; home?: string };
   /** WORKDIR's owner and mode, when it was read. */
   workdir?: { uid: number; gid: number; mode: number };
+  /** Whether the image has an executable /bin/cp (a root image's files are read for it). */
+  copier?: boolean;
+  /**
+   * What lies under WORKDIR, over every layer down to one that hides it: bytes of its files (an
+   * upper bound: a file a layer replaces counts twice) and entries no "other" may read.
+   */
+  workdirTree?: WorkdirTree;
   /** Why the user (or WORKDIR) could not be resolved, bounded. */
   note?: string;
   /** The note is about this moment (time, load), not the image: not kept for long. */
   transient?: boolean;
 }
+
+/** Files not readable, directories not readable or searchable, by "other" count as unreadable. */
+export type WorkdirTree = TreeCount;
 
 /** A layer as the manifest lists it. */
 export interface LayerRef {
@@ -49,6 +61,8 @@ export interface FilesOptions {
   cache: LayerCache;
   /** The credential source's cache key part, when a pod's own credentials read it. */
   ownKey?: string;
+  /** Also read a root image's WORKDIR (owner, mode, what lies under it) and /bin/cp. */
+  rootWorkdir?: boolean;
 }
 
 /** Layers in a manifest read at most (overlayfs stacks 128 at most). */
@@ -80,7 +94,8 @@ const nodeSize = (path: string, n: PathNode) =>
 export const findingsSize = (key: string, f: LayerFindings) =>
   2 * key.length +
   [...f.covered.keys(), ...f.whiteouts, ...f.opaque].reduce((s, p) => s + 2 * p.length + 16, 0) +
-  [...f.nodes].reduce((s, [p, n]) => s + nodeSize(p, n), 0);
+  [...f.nodes].reduce((s, [p, n]) => s + nodeSize(p, n), 0) +
+  [...(f.trees?.keys() ?? [])].reduce((s, p) => s + 2 * p.length + 48, 0);
 
 /** What layers said, by digest (and credential source), bounded by entries and bytes. */
 export class LayerCache {
@@ -114,6 +129,29 @@ export function userNeedsFiles(user: string): boolean {
   if (name === "" || name === "root") return false;
   return !numeric(name) || (group !== undefined && group !== "" && !numeric(group));
 }
+
+/** Whether the config's User is root (unset, "root", 0, "0:..."). */
+export function isRootUser(user: string): boolean {
+  const name = user.split(":", 2)[0];
+  return name === "" || name === "root" || (/^\d{1,10}$/.test(name) && Number(name) === 0);
+}
+
+/** Whether the image's files are read: a named User, or (when asked) a root image's WORKDIR. */
+export function filesNeeded(
+  config: { user: string; workingDir: string },
+  options: Pick<FilesOptions, "rootWorkdir">,
+): boolean {
+  if (userNeedsFiles(config.user)) return true;
+  return (
+    !!options.rootWorkdir &&
+    isRootUser(config.user) &&
+    !!config.workingDir &&
+    clean(config.workingDir) !== "/"
+  );
+}
+
+/** The copier a root image's WORKDIR copy runs (capabilities/security-context/workdir-copy.ts). */
+export const COPIER_PATH = "/bin/cp";
 
 /** The layers a manifest lists (bottom first); undefined when they are not valid. */
 export function layersOf(manifest: Record<string, unknown>): LayerRef[] | undefined {
@@ -165,6 +203,9 @@ export async function scanLayer(
   const nodes = new Map<string, PathNode>();
   const whiteouts = new Set<string>();
   const opaque = new Set<string>();
+  const trees = new Map<string, TreeCount>();
+  for (const [path, role] of wanted)
+    if (role === "tree") trees.set(path, { bytes: 0, entries: 0, unreadable: 0 });
   const tar = new TarReader({
     entry(e: TarEntry): number {
       const path = archivePath(e.name);
@@ -181,13 +222,22 @@ export async function scanLayer(
         }
         return 0;
       }
+      // Whiteouts are markers, not files: only what the copy would meet is counted.
+      for (const [dir, count] of trees) {
+        if (!path.startsWith(dir === "/" ? "/" : `${dir}/`) || path === dir) continue;
+        count.entries++;
+        if (e.type === "file") {
+          count.bytes += e.size;
+          if ((e.mode & 0o004) === 0) count.unreadable++;
+        } else if (e.type === "directory" && (e.mode & 0o005) !== 0o005) count.unreadable++;
+      }
       const role = covered.get(path);
       if (role === undefined) return 0;
       const node: PathNode = { type: e.type, uid: e.uid, gid: e.gid, mode: e.mode };
       if (e.type === "symlink" || e.type === "hardlink") node.link = e.linkname;
       // A later entry of the same name replaces an earlier one, as extracting the layer would.
       nodes.set(path, node);
-      if (role === "meta" || e.type !== "file") return 0;
+      if (role === "meta" || role === "tree" || e.type !== "file") return 0;
       if (e.size > MAX_ACCOUNT_FILE_BYTES) {
         node.tooLarge = true;
         return 0;
@@ -274,7 +324,7 @@ export async function scanLayer(
   const digest = `sha256:${hash.digest("hex")}`;
   if (digest !== layer.digest)
     throw new NotRead(`a layer's digest is ${digest}, not ${layer.digest}`);
-  return { covered, nodes, whiteouts, opaque };
+  return { covered, nodes, whiteouts, opaque, ...(trees.size ? { trees } : {}) };
 }
 
 const overBytes = (n: number, left: number) =>
@@ -282,12 +332,40 @@ const overBytes = (n: number, left: number) =>
 
 /** Two layer findings as one (the second read for more paths). */
 function merge(a: LayerFindings, b: LayerFindings): LayerFindings {
+  const covered = new Map(a.covered);
+  // A path read for more than its metadata stays so when a later read wanted only that.
+  for (const [path, role] of b.covered)
+    if (role !== "meta" || !covered.has(path)) covered.set(path, role);
+  const trees = new Map([...(a.trees ?? []), ...(b.trees ?? [])]);
   return {
-    covered: new Map([...a.covered, ...b.covered]),
+    covered,
     nodes: new Map([...a.nodes, ...b.nodes]),
     whiteouts: new Set([...a.whiteouts, ...b.whiteouts]),
     opaque: new Set([...a.opaque, ...b.opaque]),
+    ...(trees.size ? { trees } : {}),
   };
+}
+
+/**
+ * For a tree at `path`: the layers (top first) still to read for it, down to one that hides what
+ * lies below (the path whited out or made opaque there); none left: what they hold, summed (an
+ * upper bound: a file replaced in an upper layer counts twice, whiteouts below it are not taken off).
+ */
+function treeOf(findings: LayerFindings[], path: string): { need: number } | { tree: TreeCount } {
+  const sum: TreeCount = { bytes: 0, entries: 0, unreadable: 0 };
+  for (let i = 0; i < findings.length; i++) {
+    const layer = findings[i];
+    // One layer at a time from the top: an opaque one spares reading those below it.
+    if (!covers(layer, path, "tree")) return { need: i };
+    const count = layer.trees?.get(path);
+    if (count) {
+      sum.bytes += count.bytes;
+      sum.entries += count.entries;
+      sum.unreadable += count.unreadable;
+    }
+    if (layer.opaque.has(path) || layer.whiteouts.has(path)) break;
+  }
+  return { tree: sum };
 }
 
 /**
@@ -307,13 +385,23 @@ export async function readImageFiles(
   const top = [...layers].reverse();
   const findings = top.map(l => options.cache.get(l.digest, options.ownKey) ?? EMPTY);
   const [, group] = config.user.split(":", 2);
+  // A root image: no user to resolve; its WORKDIR, what lies under it, and a copier.
+  const root = isRootUser(config.user);
+  const workdir =
+    config.workingDir && clean(config.workingDir) !== "/" ? clean(config.workingDir) : undefined;
   const targets: [string, Role][] = [
-    ["/etc/passwd", "passwd"],
-    ...(group && !/^\d+$/.test(group) ? [["/etc/group", "group"] as [string, Role]] : []),
-    ...(config.workingDir && clean(config.workingDir) !== "/"
-      ? [[clean(config.workingDir), "meta"] as [string, Role]]
-      : []),
+    // /usr/bin/cp too: where /bin is a link to usr/bin, following it needs no second read.
+    ...(root
+      ? ([
+          [COPIER_PATH, "meta"],
+          [`/usr${COPIER_PATH}`, "meta"],
+        ] as [string, Role][])
+      : [["/etc/passwd", "passwd"] as [string, Role]]),
+    ...(!root && group && !/^\d+$/.test(group) ? [["/etc/group", "group"] as [string, Role]] : []),
+    // A root image's WORKDIR is read as a tree from the first pass: each layer is read once.
+    ...(workdir ? [[workdir, root ? "tree" : "meta"] as [string, Role]] : []),
   ];
+  let tree: TreeCount | undefined;
   const budget = { bytes: options.maxBytes, uncompressed: options.maxUncompressedBytes };
   const answers = new Map<string, PathAnswerSettled>();
   try {
@@ -330,6 +418,20 @@ export async function readImageFiles(
           needs.set(answer.need.layer, forLayer);
         } else answers.set(path, answer);
       }
+      // A root-owned WORKDIR of a root image (found, all its links followed): what lies under it.
+      const dir = workdir ? answers.get(workdir) : undefined;
+      if (
+        root &&
+        !needs.size &&
+        dir &&
+        "found" in dir &&
+        dir.found.type === "directory" &&
+        dir.found.uid === 0
+      ) {
+        const under = treeOf(findings, dir.path);
+        if ("need" in under) needs.set(under.need, new Map([...targets, [dir.path, "tree"]]));
+        else tree = under.tree;
+      }
       if (!needs.size) break;
       for (const [index, wanted] of needs) {
         const layer = top[index];
@@ -345,7 +447,7 @@ export async function readImageFiles(
       transient: notRead.transient,
     };
   }
-  return summarise(config, answers);
+  return summarise(config, answers, root, tree);
 }
 
 type PathAnswerSettled = Exclude<ReturnType<typeof resolvePath>, { need: unknown }>;
@@ -365,13 +467,22 @@ function contentOf(
 function summarise(
   config: { user: string; workingDir: string },
   answers: Map<string, PathAnswerSettled>,
+  root: boolean,
+  tree: TreeCount | undefined,
 ): ImageFiles {
   const out: ImageFiles = {};
-  const passwd = contentOf(answers.get("/etc/passwd"), "/etc/passwd");
+  if (root) {
+    const cp = answers.get(COPIER_PATH);
+    out.copier = !!cp && "found" in cp && cp.found.type === "file" && (cp.found.mode & 0o001) !== 0;
+    if (tree) out.workdirTree = tree;
+  }
+  const passwd = root
+    ? { ok: true as const }
+    : contentOf(answers.get("/etc/passwd"), "/etc/passwd");
   const group = contentOf(answers.get("/etc/group"), "/etc/group");
   if (!passwd.ok) out.note = passwd.problem;
   else if (!group.ok) out.note = group.problem;
-  else {
+  else if (!root) {
     const resolved = resolveUser(config.user, passwd.node?.users, group.node?.groups);
     if (resolved.ok)
       out.user = {

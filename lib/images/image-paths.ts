@@ -9,8 +9,18 @@ import type { GroupEntry, PasswdEntry } from "./passwd";
 /** Links followed in one path at most (Linux follows 40; images need one or two). */
 export const MAX_LINK_HOPS = 8;
 
-/** What a path is read for: its content (parsed) or only its type, owner and mode. */
-export type Role = "passwd" | "group" | "meta";
+/**
+ * What a path is read for: its content (parsed), only its type, owner and mode, or those and a
+ * summary of everything under it (a directory's "tree").
+ */
+export type Role = "passwd" | "group" | "meta" | "tree";
+
+/** What one layer holds under a directory: its files' bytes, entries, and those "other" may not read. */
+export interface TreeCount {
+  bytes: number;
+  entries: number;
+  unreadable: number;
+}
 
 export interface PathNode {
   type: EntryType;
@@ -33,6 +43,8 @@ export interface LayerFindings {
   whiteouts: ReadonlySet<string>;
   /** Directories marked opaque. */
   opaque: ReadonlySet<string>;
+  /** For each path read as a "tree": what the layer holds under it. */
+  trees?: ReadonlyMap<string, TreeCount>;
 }
 
 /** "/a/./b/../c" → ["a", "c"]; `..` at the root stays at the root. */
@@ -69,7 +81,7 @@ export const parentOf = (path: string) => {
 };
 
 /** Whether a layer was read for `path` in `role` (a content role covers "meta" too). */
-function covers(layer: LayerFindings, path: string, role: Role): boolean {
+export function covers(layer: LayerFindings, path: string, role: Role): boolean {
   const had = layer.covered.get(path);
   return had !== undefined && (role === "meta" || had === role);
 }

@@ -62,10 +62,11 @@ export interface InspectorOptions {
   /** Told of each failed lookup with its bounded detail (the controller logs it). */
   onFailure?: (image: string, detail: string) => void;
   /**
-   * Read the files of images whose User is a name (passwd, group, WORKDIR) within these bytes per
-   * image; unset: not read.
+   * Read the files of images whose User is a name (passwd, group, WORKDIR), and with rootWorkdir
+   * of root images (WORKDIR, what lies under it, /bin/cp), within these bytes per image; unset:
+   * not read.
    */
-  files?: { maxBytes: number; maxUncompressedBytes: number };
+  files?: { maxBytes: number; maxUncompressedBytes: number; rootWorkdir?: boolean };
 }
 
 interface Expiring<T> {
@@ -286,6 +287,8 @@ export function imageInspectorFor(
           files: {
             maxBytes: settings.images.layerBytes,
             maxUncompressedBytes: settings.images.layerBytesUncompressed,
+            // A root image's WORKDIR is read only for the copy that needs it (ADR 0033).
+            rootWorkdir: settings.securityContext?.workdirCopy !== "off",
           },
         }
       : {}),

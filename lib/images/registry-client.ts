@@ -13,7 +13,7 @@ import {
 import {
   layersOf,
   readImageFiles,
-  userNeedsFiles,
+  filesNeeded,
   type FilesOptions,
   type ImageFiles,
 } from "./image-files";
@@ -348,7 +348,10 @@ export async function fetchImageConfig(
           options.signal,
         );
       };
-      const files = options.files && userNeedsFiles(user) ? await filesOf() : undefined;
+      const files =
+        options.files && filesNeeded({ user, workingDir }, options.files)
+          ? await filesOf()
+          : undefined;
       return {
         ok: true,
         config: {

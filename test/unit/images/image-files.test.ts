@@ -272,6 +272,75 @@ it("a 1 GiB /etc/passwd is streamed past, not held: said too large, the heap doe
   expect(after - heap).toBeLessThan(128 * MiB);
 }, 120_000);
 
+/** A root-built image's bottom: /bin a link to usr/bin, as on Debian and Ubuntu, and cp there. */
+const ROOT_BASE = layer([
+  { path: "usr" },
+  { path: "usr/bin" },
+  { path: "usr/bin/cp", content: "#!cp\n", mode: 0o755 },
+  { path: "bin", symlink: "usr/bin" },
+  { path: "etc" },
+  { path: "etc/passwd", content: passwdOf() },
+]);
+
+describe("a root image's WORKDIR, for the copy (ADR 0033)", () => {
+  const ROOT = { rootWorkdir: true };
+
+  it("WORKDIR made and filled in upper layers: its owner, every layer's bytes under it, the copier through /bin's link", async () => {
+    putLayeredImage(registry, "ml/torch", "1", { WorkingDir: "/workspace" }, [
+      ROOT_BASE,
+      layer([{ path: "workspace" }, { path: "workspace/train.py", content: "t".repeat(1000) }]),
+      filler(1),
+      layer([
+        { path: "workspace" },
+        { path: "workspace/conf" },
+        { path: "workspace/conf/a.yaml", content: "a".repeat(500) },
+      ]),
+    ]);
+    expect(await filesOf("ml/torch:1", ROOT)).toEqual({
+      workdir: { uid: 0, gid: 0, mode: 0o755 },
+      copier: true,
+      workdirTree: { bytes: 1500, entries: 3, unreadable: 0 },
+    });
+  });
+
+  it("an opaque WORKDIR above hides what lies below: those layers are not read for it", async () => {
+    putLayeredImage(registry, "ml/opq", "1", { User: "0", WorkingDir: "/workspace" }, [
+      layer([{ path: "workspace" }, { path: "workspace/big.bin", content: "b".repeat(50_000) }]),
+      ROOT_BASE,
+      layer([
+        { path: "workspace" },
+        { path: "workspace/.wh..wh..opq", content: "" },
+        { path: "workspace/run.py", content: "r".repeat(10) },
+      ]),
+    ]);
+    expect((await filesOf("ml/opq:1", ROOT))?.workdirTree).toEqual({
+      bytes: 10,
+      entries: 1,
+      unreadable: 0,
+    });
+    expect(blobRequests()).toBe(3); // the config, the top layer, ROOT_BASE for /bin/cp; not the bottom
+  });
+
+  it("no /bin/cp (distroless), and a file only root may read: both said", async () => {
+    putLayeredImage(registry, "ml/bare", "1", { User: "root", WorkingDir: "/srv" }, [
+      layer([{ path: "srv" }, { path: "srv/key", content: "k", mode: 0o600 }]),
+    ]);
+    expect(await filesOf("ml/bare:1", ROOT)).toEqual({
+      workdir: { uid: 0, gid: 0, mode: 0o755 },
+      copier: false,
+      workdirTree: { bytes: 1, entries: 1, unreadable: 1 },
+    });
+  });
+
+  it("not read without rootWorkdir (securityContext.workdirCopy off), nor for WORKDIR /", async () => {
+    putLayeredImage(registry, "ml/off", "1", { WorkingDir: "/workspace" }, [ROOT_BASE]);
+    putLayeredImage(registry, "ml/slash", "1", { WorkingDir: "/" }, [ROOT_BASE]);
+    expect(await filesOf("ml/off:1")).toBeUndefined();
+    expect(await filesOf("ml/slash:1", ROOT)).toBeUndefined();
+    expect(blobRequests()).toBe(2); // the two configs
+  });
+});
+
 describe("image-paths: the merged view, pure", () => {
   const findings = (
     nodes: Record<string, "directory" | "file">,
