@@ -15,11 +15,19 @@ import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
 import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster/view";
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
 import type { RuleContext } from "../../lib/engine/policy";
+import type { ImageFiles } from "../../lib/images/image-files";
 import { bounded } from "../../lib/images/limits";
 import { mirrorImage, mirrorsOf, registryAllowed } from "../image-registry/rules";
 
 export type ImageUser =
-  | { kind: "root"; image: string; workingDir: string; home?: string }
+  | {
+      kind: "root";
+      image: string;
+      workingDir: string;
+      home?: string;
+      /** What its layers said of WORKDIR and a copier, when they were read (workdir-copy.ts). */
+      files?: ImageFiles;
+    }
   | {
       kind: "numeric";
       image: string;
@@ -57,13 +65,13 @@ export function imageUserOf(image: string, lookup: ImageLookup | undefined): Ima
   const [name, group] = user.split(":", 2);
   const base = { image, workingDir, home };
   if (name === "" || name === "root" || (NUMBER.test(name) && Number(name) === 0))
-    return { kind: "root", ...base };
+    return { kind: "root", ...base, ...(files ? { files } : {}) };
   // A name (or a named group) the image's own files list: its numbers, and its HOME unless the
   // config's Env sets one (as the runtime would: Env first, then /etc/passwd).
   if (files?.user) {
     const { uid, gid, home: passwdHome } = files.user;
     const withHome = { ...base, home: home ?? passwdHome };
-    if (uid === 0) return { kind: "root", ...withHome };
+    if (uid === 0) return { kind: "root", ...withHome, files };
     return { kind: "numeric", uid, gid, named: user, ...withHome };
   }
   if (!NUMBER.test(name))
