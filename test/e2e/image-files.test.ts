@@ -32,6 +32,8 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 const MiB = 1024 * 1024;
 const BUDGET_MS = 1500;
 const LAYER_BYTES = 32 * MiB;
+/** WORKDIR's bytes copied at most (ADR 0033): ml/torch is under it, ml/torch-big over. */
+const COPY_BYTES = 100_000;
 const registry = new TestRegistry();
 let env: Environment;
 const settings = () => ({
@@ -42,6 +44,7 @@ const settings = () => ({
     layerBytes: LAYER_BYTES,
     layerBytesUncompressed: 4 * LAYER_BYTES,
   },
+  securityContext: { workdirCopyBytes: COPY_BYTES },
 });
 
 /** Bytes each hostile layer's answer wrote, and whether its connection was closed. */
@@ -101,6 +104,27 @@ beforeAll(async () => {
   putLayeredImage(registry, "ml/group", "1", { User: "ml:train" }, [BASE]);
   putLayeredImage(registry, "ml/unlisted", "1", { User: "mlsvc", WorkingDir: "/app" }, [BASE]);
   registry.putImage("ok/app", "1", { User: "1001" });
+  // Built as root as a Dockerfile would: cp in the base (/bin a link to usr/bin), WORKDIR
+  // /workspace made and filled in upper layers, a layer between; the big one over COPY_BYTES.
+  const rootBase = layer([
+    { path: "usr" },
+    { path: "usr/bin" },
+    { path: "usr/bin/cp", content: "#!cp\n", mode: 0o755 },
+    { path: "bin", symlink: "usr/bin" },
+    { path: "etc" },
+    { path: "etc/passwd", content: passwdOf() },
+  ]);
+  const workspace = (files: LayerFile[]) => layer([{ path: "workspace" }, ...files]);
+  for (const [name, weights] of [
+    ["torch", 1000],
+    ["torch-big", 2 * COPY_BYTES],
+  ] as const)
+    putLayeredImage(registry, `ml/${name}`, "1", { WorkingDir: "/workspace" }, [
+      rootBase,
+      workspace([{ path: "workspace/train.py", content: "print('train')\n" }]),
+      layer([{ path: "opt" }, { path: "opt/lib.py", content: "x".repeat(5000) }]),
+      workspace([{ path: "workspace/weights.bin", content: "w".repeat(weights) }]),
+    ]);
   // 64 MiB of zeros in one gzip member of ~64 KiB, sent 16 times: 1 GiB out of 1 MiB in.
   const bomb = gzipSync(Buffer.alloc(64 * MiB));
   const bombHead = gzipSync(header({ name: "opt/zeros", size: 1024 ** 3 }));
@@ -229,6 +253,52 @@ describe("named users from the image's files", () => {
       ),
     );
     expect((await parity(trainer("ml/unlisted:1"))).differences).toEqual([]);
+  });
+});
+
+describe("a root-built image whose WORKDIR the UID cannot write (ADR 0033)", () => {
+  test("gets an emptyDir at WORKDIR filled by an init container of the image; restricted passes; a second mutation changes nothing; check agrees", async () => {
+    const result = await admitted("ml/torch:1");
+    expect(result.allowed).toBe(true);
+    const spec = result.patched.spec as Obj;
+    expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+    expect(spec.volumes).toContainEqual({ name: "ag-workdir-train", emptyDir: {} });
+    expect(spec.containers[0].volumeMounts).toContainEqual({
+      name: "ag-workdir-train",
+      mountPath: "/workspace",
+    });
+    expect(spec.initContainers).toEqual([
+      expect.objectContaining({
+        name: "ag-copy-train",
+        image: `${registry.host}/ml/torch:1`,
+        command: ["/bin/cp", "-R", "/workspace/.", "/.ag-workdir-copy"],
+        securityContext: expect.objectContaining({ runAsNonRoot: true, runAsUser: 1000 }),
+      }),
+    ]);
+    expect(result.warnings).toContainEqual(
+      expect.stringContaining('so init container "ag-copy-train" copies it to an emptyDir'),
+    );
+    // The module's own restricted checks pass the pod it made, and mutating it again adds nothing.
+    const again = await admit(env.controller, result.patched, { dryRun: true });
+    expect(again.allowed).toBe(true);
+    // (the stand-in API server defaults the pod again first: compared with what the webhook got)
+    expect(again.patched.spec).toEqual((again.request.object as Obj).spec);
+    expect((again.patched.spec as Obj).initContainers).toHaveLength(1);
+    expect((await parity(trainer("ml/torch:1"))).differences).toEqual([]);
+  });
+
+  test("WORKDIR over securityContext.workdirCopyBytes: warned with why and the fix, not copied; check agrees", async () => {
+    const result = await admitted("ml/torch-big:1");
+    expect(result.allowed).toBe(true);
+    const spec = result.patched.spec as Obj;
+    expect(spec.initContainers).toBeUndefined();
+    expect(JSON.stringify(spec)).not.toContain("ag-workdir");
+    expect(result.warnings).toContainEqual(
+      expect.stringMatching(
+        /not copied to a writable emptyDir: 20\d{4} bytes under \/workspace are over securityContext\.workdirCopyBytes \(100000\)\)\. Fix: .*or mount a writable volume at \/workspace/,
+      ),
+    );
+    expect((await parity(trainer("ml/torch-big:1"))).differences).toEqual([]);
   });
 });
 
