@@ -21,6 +21,7 @@ import {
   PLAIN,
   passwdOf,
   putLayeredImage,
+  ROOT_BASE_FILES,
   type LayerFile,
 } from "../support/layers";
 import { checkParity, settingsEnv } from "../support/parity";
@@ -106,14 +107,7 @@ beforeAll(async () => {
   registry.putImage("ok/app", "1", { User: "1001" });
   // Built as root as a Dockerfile would: cp in the base (/bin a link to usr/bin), WORKDIR
   // /workspace made and filled in upper layers, a layer between; the big one over COPY_BYTES.
-  const rootBase = layer([
-    { path: "usr" },
-    { path: "usr/bin" },
-    { path: "usr/bin/cp", content: "#!cp\n", mode: 0o755 },
-    { path: "bin", symlink: "usr/bin" },
-    { path: "etc" },
-    { path: "etc/passwd", content: passwdOf() },
-  ]);
+  const rootBase = layer(ROOT_BASE_FILES);
   const workspace = (files: LayerFile[]) => layer([{ path: "workspace" }, ...files]);
   for (const [name, weights] of [
     ["torch", 1000],

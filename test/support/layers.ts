@@ -162,3 +162,13 @@ export function passwdOf(...users: string[]): string {
     ].join("\n") + "\n"
   );
 }
+
+/** A root-built image's bottom layer: /bin a link to usr/bin (Debian, Ubuntu), /usr/bin/cp there. */
+export const ROOT_BASE_FILES: LayerFile[] = [
+  { path: "usr" },
+  { path: "usr/bin" },
+  { path: "usr/bin/cp", content: "#!cp\n", mode: 0o755 },
+  { path: "bin", symlink: "usr/bin" },
+  { path: "etc" },
+  { path: "etc/passwd", content: passwdOf() },
+];

@@ -17,6 +17,7 @@ import {
   PLAIN,
   passwdOf,
   putLayeredImage,
+  ROOT_BASE_FILES,
   ZSTD,
   type LayerFile,
 } from "../../support/layers";
@@ -272,15 +273,7 @@ it("a 1 GiB /etc/passwd is streamed past, not held: said too large, the heap doe
   expect(after - heap).toBeLessThan(128 * MiB);
 }, 120_000);
 
-/** A root-built image's bottom: /bin a link to usr/bin, as on Debian and Ubuntu, and cp there. */
-const ROOT_BASE = layer([
-  { path: "usr" },
-  { path: "usr/bin" },
-  { path: "usr/bin/cp", content: "#!cp\n", mode: 0o755 },
-  { path: "bin", symlink: "usr/bin" },
-  { path: "etc" },
-  { path: "etc/passwd", content: passwdOf() },
-]);
+const ROOT_BASE = layer(ROOT_BASE_FILES);
 
 describe("a root image's WORKDIR, for the copy (ADR 0033)", () => {
   const ROOT = { rootWorkdir: true };
