@@ -113,7 +113,12 @@ export function shapeSpec(shape: Shape): ImageSpec {
     case "root-built-scratch":
       return {
         tags: [`localhost/${repositoryOf(shape)}:1`],
-        files: [...common(ROOT_PASSWD, ROOT_GROUP), { path: "workspace", mode: 0o755 }],
+        files: [
+          ...common(ROOT_PASSWD, ROOT_GROUP),
+          { path: "workspace", mode: 0o755 },
+          // What the job's code reads from its WORKDIR: kept by the module's copy (ADR 0033).
+          { path: "workspace/config.yaml", content: "lr: 0.1\n", mode: 0o644 },
+        ],
         config: {
           WorkingDir: "/workspace",
           Entrypoint: ["/usr/local/bin/probe"],
