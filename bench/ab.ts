@@ -124,6 +124,8 @@ async function main() {
     const bodies = await seedPodBodies(api, pods, mode);
     for (const config of configs) {
       const controller = await startController({
+        // The module as deployed: no example capability.
+        examples: false,
         api,
         bundle: config.bundle,
         env: { LOG_LEVEL: "warn", ...config.env },

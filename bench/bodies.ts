@@ -17,7 +17,12 @@ export async function seedPodBodies(
   mode: "mutate" | "validate",
 ): Promise<string[]> {
   const bodies: string[] = [];
-  const mutator = await startController({ api, env: { LOG_LEVEL: "warn" } });
+  const mutator = await startController({
+    // The module as deployed: no example capability.
+    examples: false,
+    api,
+    env: { LOG_LEVEL: "warn" },
+  });
   try {
     for (const pod of pods) {
       const review = podCreateReview(pod);
@@ -82,6 +87,8 @@ export async function withSeededController<T>(
   try {
     const bodies = await seedPodBodies(api, pods, options.mode);
     const controller = await startController({
+      // The module as deployed: no example capability.
+      examples: false,
       api,
       bundle: options.bundle,
       env: {

@@ -1,8 +1,8 @@
 // Loaded into the controller by bench/cold.ts (NODE_OPTIONS=--import): times the module's shared
-// Pod validation (the `pods` capability's Validate action: every policy's checks and the engine
-// around them) inside the controller, with no change to the module. Pepr's validating step reads
+// Pod validation (the `admission` capability's Validate action on Pods: every policy's checks and
+// the engine around them) inside the controller, with no change to the module. Pepr's validating step reads
 // each capability's `bindings` on every request; the getter is wrapped here so that it hands Pepr
-// the same bindings, the `pods` capability's Validate action timed.
+// the same bindings, the `admission` capability's Validate action on Pods timed.
 //
 // Phases, each started by SIGUSR2 (SIGUSR1 writes what was timed to $COLD_OUT as JSON):
 //   1 "request": the action's time on each request, as it runs;
@@ -65,9 +65,11 @@ Object.defineProperty(Capability.prototype, "bindings", {
     let known = wrapped.get(this);
     if (!known || known.length !== bindings.length) {
       known =
-        this.name === "pods"
+        this.name === "admission"
           ? bindings.map(b =>
-              b.validateCallback ? { ...b, validateCallback: timed(b.validateCallback) } : b,
+              b.validateCallback && b.kind?.kind === "Pod"
+                ? { ...b, validateCallback: timed(b.validateCallback) }
+                : b,
             )
           : bindings;
       wrapped.set(this, known);

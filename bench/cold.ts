@@ -1,6 +1,6 @@
 // What the module's checks cost in the controller, cold and warm: `npm run bench:cold`.
 // The seeds' pods over one connection (no request interleaves with another), the controller on a
-// CPU of its own; bench/cold-preload.mjs times the `pods` capability's Validate action (every
+// CPU of its own; bench/cold-preload.mjs times the `admission` capability's Validate action on Pods (every
 // policy's checks and the engine around them) inside the controller:
 //   - per request, as it runs: between two requests the controller runs TLS, HTTP, express and
 //     Pepr, which push the module's code and data out of the CPU's caches;

@@ -1,6 +1,6 @@
 // The engine's own cost, in process: no HTTP, no Pepr, no JSON. Each seed pod (examples/) goes
-// through the two webhook steps as Pepr runs them: mutate() once per capability that fixes Pods,
-// then answer() with every policy on the pod as the mutation left it. Reports µs per request (p50,
+// through the two webhook steps as Pepr runs them: mutate() once with every policy (each acts as
+// it declares), then answer() with every policy on the pod as the mutation left it. Reports µs per request (p50,
 // p99, mean) per step, and where the validating step's time goes, policy by policy (each policy's
 // check timed alone, the rest is the engine's). Being in process, it compares across noisy machines
 // better than the HTTP benchmarks; run it before and after a change, side by side.
@@ -23,7 +23,6 @@ const pods = workloads.map(w => w.object).filter(o => o.kind === "Pod");
 // Images are not read here (that is a cache lookup in the webhook; bench:images measures it).
 const settings = { ...defaultSettings(), images: { ...defaultSettings().images, inspect: false } };
 const deps: EngineDeps = { settings, cluster: new SnapshotCluster(cluster), policies };
-const fixers = policies.filter(p => p.fix).map(p => [p]);
 
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -46,11 +45,10 @@ async function measure(
 }
 
 async function main() {
-  // The mutating step: each fixing capability's own action on its own copy, as Pepr runs them.
+  // The mutating step: the module's one Mutate action on its own copy, as Pepr runs it.
   const mutateStep = async (pod: KubeObject) => {
     const object = structuredClone(pod);
-    for (const acting of fixers)
-      await mutate({ object, operation: "CREATE", dryRun: false }, deps, acting);
+    await mutate({ object, operation: "CREATE", dryRun: false }, deps, policies);
     return object;
   };
   const mutated: KubeObject[] = [];

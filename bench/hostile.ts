@@ -234,6 +234,8 @@ async function run(name: string, bundle: string, hostileRate: number, flooded = 
   });
   const hosts = `${evilHost},${good.host}`;
   const controller = await startController({
+    // The module as deployed: no example capability.
+    examples: false,
     api,
     bundle,
     env: {

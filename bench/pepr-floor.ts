@@ -1,19 +1,23 @@
 // Pepr's own floor for the benchmark: the same Pepr module and adapter as pepr.ts, with only the
 // hello-pepr capability, acting in every namespace (so each request runs one real Mutate and one
-// real Validate action through lib/pepr/adapter.ts, bound as hello-pepr.ts binds them). No live
+// real Validate action through lib/pepr/adapter.ts, bound as the module's admission capability binds
+// them, on Pods alone). No live
 // cluster caches: an empty snapshot. Built by bench/floor.ts into bench/runs/floor/; never deployed.
-import { Capability, PeprModule, a } from "pepr";
+import { Capability, PeprModule } from "pepr";
 import cfg from "../package.json";
 import { helloPeprPolicy } from "../hello-pepr";
 import { SnapshotCluster } from "../lib/cluster/view";
-import { configureAdmission, policyActions } from "../lib/pepr/adapter";
+import { policyOf } from "../lib/engine/policy";
+import { bindAdmission, configureAdmission } from "../lib/pepr/adapter";
 import { defaultSettings } from "../lib/settings";
 
-const everywhere = { ...helloPeprPolicy, namespaces: undefined };
+// On Pods alone: one Mutate and one Validate binding.
+const everywhere = policyOf(
+  { ...helloPeprPolicy, namespaces: undefined },
+  { fix: { pods: ["CREATE"] }, check: { pods: ["CREATE", "UPDATE"] } },
+);
 const Floor = new Capability({ name: everywhere.name, description: everywhere.description });
-const { mutatePod, validate } = policyActions(Floor, everywhere);
-Floor.When(a.Pod).IsCreated().Mutate(mutatePod);
-Floor.When(a.Pod).IsCreatedOrUpdated().Validate(validate);
+bindAdmission(Floor, [everywhere], defaultSettings().workloads);
 
 configureAdmission({
   settings: defaultSettings(),

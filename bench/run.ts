@@ -166,6 +166,8 @@ async function startPepr(
   logLevel = DEPLOYED_LOG_LEVEL,
 ): Promise<Server> {
   const controller: Controller = await startController({
+    // The module as deployed: no example capability.
+    examples: false,
     api,
     bundle,
     env: { LOG_LEVEL: logLevel },
@@ -577,7 +579,13 @@ async function main() {
     log(`servers: ${servers.map(s => `${s.name} (pid ${s.pid})`).join(", ")}`);
 
     // Bodies: our own mutation gives the validate bodies (the object as the API server stores it).
-    const mutator = await startController({ api, bundle: stock.ours, env: { LOG_LEVEL: "warn" } });
+    const mutator = await startController({
+      // The module as deployed: no example capability.
+      examples: false,
+      api,
+      bundle: stock.ours,
+      env: { LOG_LEVEL: "warn" },
+    });
     let scenarios: Scenario[];
     let growth: Scenario[];
     try {

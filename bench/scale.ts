@@ -899,6 +899,8 @@ async function admissionRun(api: StandInApi, l: ClusterLayout) {
   const s = (t: number) => Number(((t - t0) / 1000).toFixed(2));
   try {
     controller = await startController({
+      // The module as deployed: no example capability.
+      examples: false,
       api,
       bundle: OPTS.bundle,
       env: CONTROLLER_ENV,

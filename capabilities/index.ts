@@ -1,24 +1,34 @@
-// The capabilities of the module, in the order they run: their fixes in this order on Pod CREATE
-// (mirrors first, so every later capability sees the image the kubelet will pull), then their
-// checks, in this order too, in the shared validation of Pods and workloads. pepr.ts registers this
-// list with Pepr, and `check` runs the policies of the same list: add your capability with one line
-// here (see hello-pepr.ts) and it acts in both.
+// The capabilities of the module. First the policy areas, in the order they run: their fixes in
+// this order on Pod CREATE (mirrors first, so every later area sees the image the kubelet will
+// pull), then their checks in this order too. Each declares what it acts on in its own index.ts;
+// the shared `admission` capability runs them all in one Mutate and one Validate. pepr.ts
+// registers this list with Pepr and `check` runs the same policies: add your capability with one
+// line in `areas` (docs/add-a-capability.md).
 import { HelloPepr } from "../hello-pepr";
 import { policiesOf, validatorsOf } from "../lib/pepr/adapter";
 import type { Policy, Validator } from "../lib/engine/policy";
+import { admissionFor } from "./admission";
 import { Exemptions } from "./exemptions";
 import { ImageRegistry } from "./image-registry";
 import { Labels } from "./labels";
 import { PayloadSize } from "./payload-size";
-import { Pods } from "./pods";
 import { Reports } from "./reports";
 import { ResourceQuota } from "./resource-quota";
 import { SecurityContext } from "./security-context";
 import { SharedMemory } from "./shared-memory";
 import { ServiceAccount } from "./service-account";
-import { Workloads } from "./workloads";
 
-export const capabilities = [
+/**
+ * The example capabilities, registered only where asked: ADMISSION_GUARD_EXAMPLES=hello-pepr (the
+ * tests, `npm run dev:hello`). Read when the module loads, by the controller and by `check` alike.
+ */
+const EXAMPLES = { "hello-pepr": HelloPepr };
+const exampleCapabilities = (process.env.ADMISSION_GUARD_EXAMPLES ?? "")
+  .split(",")
+  .map(name => EXAMPLES[name.trim() as keyof typeof EXAMPLES])
+  .filter(capability => capability !== undefined);
+
+const areas = [
   ImageRegistry,
   // Before security-context: the emptyDir it adds is a writable volume, which gets fsGroup in the
   // same pass (after it, a reinvocation would add fsGroup then: fixing twice would differ).
@@ -28,18 +38,24 @@ export const capabilities = [
   ServiceAccount,
   ResourceQuota,
   PayloadSize,
-  HelloPepr,
-  // Judges Exemptions as they are written; the engine applies them to every capability above.
+  ...exampleCapabilities,
+];
+
+/** The pure policies of the areas, in order: what the admission steps and `check` run. */
+export const policies: Policy[] = policiesOf(areas);
+
+/** Those of the examples registered (none in a deployed module unless asked). */
+export const examples: Policy[] = policiesOf(exampleCapabilities);
+
+/** The validators of the module's own objects (the Exemptions'): what `check` runs on them. */
+export const validators: Validator[] = validatorsOf([Exemptions]);
+
+export const capabilities = [
+  ...areas,
+  // Judges Exemptions as they are written; the engine applies them to every area above.
   Exemptions,
-  // Last: Pods and workload templates, judged with the policies of every capability above.
-  Pods,
-  Workloads,
+  // The one Mutate and one Validate that run every area above on what it declares.
+  admissionFor(policies),
   // Pepr's watcher, not the admission path: PolicyReports of what runs, Events on pods fixed.
   Reports,
 ];
-
-/** The pure policies of these capabilities, in order: what `check` and the engine run. */
-export const policies: Policy[] = policiesOf(capabilities);
-
-/** The validators of the module's own objects (the Exemptions'): what `check` runs on them. */
-export const validators: Validator[] = validatorsOf(capabilities);

@@ -46,7 +46,7 @@ leaf helpers (calls that made no traced call), and the calls of the named functi
   --only Kind[/name]   trace only those objects (e.g. --only Deployment)
   --count a,b,...      names to count (default ${DEFAULT_COUNT.join(",")})
   --tree               print every step's call tree (file:function; → hop, ↩ re-entry)
-  --tree=TEXT          print the call tree of the steps whose label contains TEXT ("pods Validate")
+  --tree=TEXT          print the call tree of the steps whose label contains TEXT ("admission Validate")
   --within a,b,...     count only the calls into these files (paths or prefixes: lib/engine/), each
                        attributed to its nearest caller among them (a view of the step from there)
   --cluster PATH       the cluster's objects (file or directory; repeatable; default examples/cluster);

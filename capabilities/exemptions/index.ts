@@ -10,7 +10,7 @@ export const Exemptions = new Capability({
   name: exemptionsValidator.name,
   description: exemptionsValidator.description,
 });
-// Its binding, as the module's one declaration of what runs where says (lib/engine/routes.ts): a
-// Validate of every Exemption written, answered by the validator alone (in every namespace
-// whatever its mode label; no Exemption waives it).
+// A Validate of every Exemption written (When(Exemption).IsCreatedOrUpdated(): bindValidator),
+// answered by the validator alone: in every namespace whatever its mode label; no Exemption
+// waives it.
 bindValidator(Exemptions, exemptionsValidator);

@@ -1,16 +1,18 @@
 // image-registry as a Pepr capability: images come from allowed registries (settings.registries,
 // narrowed per namespace by the admission-guard.dev/allowed-registries annotation); mirrors rewrite
-// images on Pod CREATE. The rules are in rules.ts, the policy `check` runs in policy.ts.
-import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr/adapter";
-import { imageRegistryPolicy } from "./policy";
+// images. The rules are in rules.ts and policy.ts.
+import { policyOf } from "../../lib/engine/policy";
+import { capabilityOf } from "../../lib/pepr/adapter";
+import { imageRegistryRules } from "./policy";
 
-export const ImageRegistry = new Capability({
-  name: imageRegistryPolicy.name,
-  description: imageRegistryPolicy.description,
+export const imageRegistryPolicy = policyOf(imageRegistryRules, {
+  // A new pod's images rewritten to their mirrors, first of every capability (capabilities/index.ts),
+  // so the others see the image the kubelet will pull; a workload's own template with
+  // workloads.mutate.
+  fix: { pods: ["CREATE"], templates: ["CREATE", "UPDATE"] },
+  // Every image of a pod as it will be stored, or of a workload's pods as they will be, from an
+  // allowed registry.
+  check: { pods: ["CREATE", "UPDATE"], templates: ["CREATE", "UPDATE"] },
 });
-// Its bindings, as the module's one declaration of what runs where says (lib/engine/routes.ts).
-// A new pod's images are rewritten to their mirrors (a Mutate on Pod CREATE, first of all the
-// areas, so every other capability sees the image the kubelet will pull); its checks run in the
-// shared validation (capabilities/pods, capabilities/workloads).
-bindPolicy(ImageRegistry, imageRegistryPolicy);
+
+export const ImageRegistry = capabilityOf(imageRegistryPolicy);

@@ -1,14 +1,14 @@
 // labels as a Pepr capability: the app label carried to app.kubernetes.io/component, and the
-// component a namespace requires. The rules are in rules.ts, the policy `check` runs in policy.ts.
-import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr/adapter";
-import { labelsPolicy } from "./policy";
+// component a namespace requires. The rules are in rules.ts and policy.ts.
+import { policyOf } from "../../lib/engine/policy";
+import { capabilityOf } from "../../lib/pepr/adapter";
+import { labelsRules } from "./policy";
 
-export const Labels = new Capability({
-  name: labelsPolicy.name,
-  description: labelsPolicy.description,
+export const labelsPolicy = policyOf(labelsRules, {
+  // A new pod gets app.kubernetes.io/component (and /name) from its app label, app kept.
+  fix: { pods: ["CREATE"], templates: ["CREATE", "UPDATE"] },
+  // The component a namespace requires, on pods and on workloads' pods as they will be.
+  check: { pods: ["CREATE", "UPDATE"], templates: ["CREATE", "UPDATE"] },
 });
-// Its bindings, as the module's one declaration of what runs where says (lib/engine/routes.ts).
-// A new pod gets app.kubernetes.io/component (and /name) from its app label, app kept (a Mutate on
-// Pod CREATE); its checks run in the shared validation (capabilities/pods, capabilities/workloads).
-bindPolicy(Labels, labelsPolicy);
+
+export const Labels = capabilityOf(labelsPolicy);

@@ -1,8 +1,8 @@
 // The labels policy (pure; index.ts is its Pepr capability): wiring only, the rules are in rules.ts.
-import { noFindings, type Policy } from "../../lib/engine/policy";
+import { noFindings, type PolicyRules } from "../../lib/engine/policy";
 import { CAPABILITY, carryAppLabel, checkLabels } from "./rules";
 
-export const labelsPolicy: Policy = {
+export const labelsRules: PolicyRules = {
   name: CAPABILITY,
   switchedBy: "labels",
   rules: ["require-component"],

@@ -1,15 +1,14 @@
 // resource-quota as a Pepr capability: a pod over the namespace's ResourceQuota, or larger than
-// every node it could run on, refused with the numbers and both fixes. The rules are in quota.ts,
-// node-fit.ts and resources.ts, the policy `check` runs in policy.ts.
-import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr/adapter";
-import { resourceQuotaPolicy } from "./policy";
+// every node it could run on, refused with the numbers and both fixes; a gang of ML workloads
+// judged whole. The rules are in quota.ts, node-fit.ts, resources.ts and gang-capacity.ts.
+import { policyOf } from "../../lib/engine/policy";
+import { capabilityOf } from "../../lib/pepr/adapter";
+import { resourceQuotaRules } from "./policy";
 
-export const ResourceQuota = new Capability({
-  name: resourceQuotaPolicy.name,
-  description: resourceQuotaPolicy.description,
+export const resourceQuotaPolicy = policyOf(resourceQuotaRules, {
+  // Nothing to fix. Pods, and every pod a workload makes (a gang judged whole), against the quota
+  // and the nodes.
+  check: { pods: ["CREATE", "UPDATE"], templates: ["CREATE", "UPDATE"] },
 });
-// Its bindings, as the module's one declaration of what runs where says (lib/engine/routes.ts).
-// Nothing to fix, so no binding of its own: its checks run with every area's in the shared
-// validation of Pods (capabilities/pods) and workload templates (capabilities/workloads).
-bindPolicy(ResourceQuota, resourceQuotaPolicy);
+
+export const ResourceQuota = capabilityOf(resourceQuotaPolicy);

@@ -20,7 +20,7 @@ import { formatNote } from "../../lib/objects/verdict";
 import {
   noFindings,
   type PodTarget,
-  type Policy,
+  type PolicyRules,
   type RuleContext,
   type RuleFindings,
 } from "../../lib/engine/policy";
@@ -326,7 +326,7 @@ function checkGang(object: KubeObject, targets: PodTarget[], ctx: RuleContext): 
 /** The rules a quota decides; not evaluated on a stored object (the scan). */
 const QUOTA_RULES = ["quota-exceeded", "quota-must-specify"];
 
-export const resourceQuotaPolicy: Policy = {
+export const resourceQuotaRules: PolicyRules = {
   name: CAPABILITY,
   switchedBy: "resourceQuota",
   rules: [

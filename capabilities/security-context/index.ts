@@ -1,14 +1,17 @@
-// security-context as a Pepr capability: Pod Security Standards "restricted". The fixes are in
-// fix.ts, one file per Pod Security check in checks/, the policy `check` runs in policy.ts.
-import { Capability } from "pepr";
-import { bindPolicy } from "../../lib/pepr/adapter";
-import { securityContextPolicy } from "./policy";
+// security-context as a Pepr capability: Pod Security Standards, to the level the namespace
+// enforces (restricted by default). The fixes are in fix.ts, one file per Pod Security check in
+// checks/, the policy in policy.ts.
+import { policyOf } from "../../lib/engine/policy";
+import { capabilityOf } from "../../lib/pepr/adapter";
+import { securityContextRules } from "./policy";
 
-export const SecurityContext = new Capability({
-  name: securityContextPolicy.name,
-  description: securityContextPolicy.description,
+export const securityContextPolicy = policyOf(securityContextRules, {
+  // A new pod gets every securityContext field its namespace's level asks for that it left unset,
+  // with the user its image was built for.
+  fix: { pods: ["CREATE"], templates: ["CREATE", "UPDATE"] },
+  // Pods as they will be stored (an UPDATE that adds ephemeral containers too), and workloads'
+  // pods as they will be, against that level.
+  check: { pods: ["CREATE", "UPDATE"], templates: ["CREATE", "UPDATE"] },
 });
-// Its bindings, as the module's one declaration of what runs where says (lib/engine/routes.ts).
-// A new pod gets every securityContext field its level asks for that it left unset (a Mutate on
-// Pod CREATE); its checks run in the shared validation (capabilities/pods, capabilities/workloads).
-bindPolicy(SecurityContext, securityContextPolicy);
+
+export const SecurityContext = capabilityOf(securityContextPolicy);

@@ -9,7 +9,7 @@ import { recordedFixes } from "../../lib/objects/fix-trace";
 import { isPod, type PodTemplateRef } from "../../lib/objects/pod";
 import {
   noFindings,
-  type Policy,
+  type PolicyRules,
   type PodTarget,
   type RuleContext,
   type RuleViolation,
@@ -60,7 +60,7 @@ export function toViolation(
 /** The rule of securityContext.rootImages: deny: an image built for root or a named user. */
 export const IMAGE_USER_RULE = "image-user";
 
-export const securityContextPolicy: Policy = {
+export const securityContextRules: PolicyRules = {
   name: CAPABILITY,
   switchedBy: "securityContext",
   // Every check of every level: an Exemption or a report may name any of them.

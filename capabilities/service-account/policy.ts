@@ -1,11 +1,11 @@
 // The service-account policy (pure; index.ts is its Pepr capability): wiring only, the rules are in
 // rules.ts and secret-access.ts.
-import { noFindings, type Policy } from "../../lib/engine/policy";
+import { noFindings, type PolicyRules } from "../../lib/engine/policy";
 import { mergeFindings } from "../../lib/objects/verdict";
 import { CAPABILITY, checkServiceAccountExists, moveOffDefault } from "./rules";
 import { checkSecretAccess } from "./secret-access";
 
-export const serviceAccountPolicy: Policy = {
+export const serviceAccountRules: PolicyRules = {
   name: CAPABILITY,
   switchedBy: "serviceAccount",
   rules: ["dedicated-service-account", "secret-access"],

@@ -1,9 +1,9 @@
 // The shared-memory policy (pure; index.ts is its Pepr capability): wiring only, the rules are in
 // rules.ts.
-import { noFindings, type Policy } from "../../lib/engine/policy";
+import { noFindings, type PolicyRules } from "../../lib/engine/policy";
 import { CAPABILITY, checkSharedMemory, mountSharedMemory, RULE } from "./rules";
 
-export const sharedMemoryPolicy: Policy = {
+export const sharedMemoryRules: PolicyRules = {
   name: CAPABILITY,
   switchedBy: "sharedMemory",
   rules: [RULE],

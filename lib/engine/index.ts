@@ -6,11 +6,10 @@
 //   answer():  the validating webhook — allowed or denied, the denial messages, the warnings and the
 //              metric events, for the acting policies
 //
-// The Pepr bindings (lib/pepr/adapter.ts) call them action by action: each policy area is a Pepr
-// capability that fixes Pods with its own policy; Pods and workload templates are judged by shared
-// actions with every policy (one binding for all areas instead of one per area: docs/bench.md).
-// review() — what `check` runs — calls them the same way, action by action, and joins the answers
-// as Pepr joins them. The front doors only translate.
+// The Pepr bindings (lib/pepr/adapter.ts) call each once per request: one Mutate and one Validate
+// for every capability (capabilities/admission), each policy acting only on what its capability's
+// index.ts declares (Policy.acts). review() — what `check` runs — calls them the same way, from
+// the same routes, and joins the answers as Pepr joins them. The front doors only translate.
 //
 // Each step is one pass in three stages, one file each: plan.ts (namespace, mode, stored version,
 // which policies act, who speaks for the module, Exemptions: decided once), then fixes.ts (the

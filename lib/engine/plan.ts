@@ -1,4 +1,5 @@
-// Stage 1 of every step: where an object is judged and who judges it, decided once per request —
+// Stage 1 of every step: where an object is judged and who judges it, decided once per step (a
+// request has one Mutate and one Validate: docs/adr/0030) —
 // its namespace and that namespace's mode, the stored version an UPDATE is compared with, which
 // policies act (and why the others do not), which one speaks for the module, and the Exemptions
 // that bear on it. The fixes (fixes.ts) and the checks (checks.ts) read the plan; nothing after
@@ -6,7 +7,7 @@
 import { applicableExemptions, NO_EXEMPTIONS, type ApplicableExemptions } from "../exemptions";
 import { hasController, isPod, type KubeObject } from "../objects/pod";
 import { isWorkload } from "../workload-kinds/built-in";
-import { isKind, type Policy, type RuleContext } from "./policy";
+import { declares, type Operation, type Policy, type RuleContext } from "./policy";
 import { isIgnoredNamespace, MODES, NS_KEYS, type Mode, type Settings } from "../settings";
 import type { WorkloadKindSpec } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
@@ -103,15 +104,15 @@ export const applicability = (policy: Policy, ctx: RuleContext): Applicability =
 export const policyApplies = (policy: Policy, ctx: RuleContext): boolean =>
   applicability(policy, ctx) === "applies";
 
-/** Whether a policy judges this object's kind: Pods and workloads, or one of its extra kinds. */
+/** Whether a policy's declaration has it judge this object (its check) on this operation. */
 export function judgesObject(
   policy: Policy,
   obj: KubeObject,
   platformKinds?: readonly WorkloadKindSpec[],
+  operation: Operation = "CREATE",
 ): boolean {
-  return (
-    isPod(obj) || isWorkload(obj, platformKinds) || !!policy.extraKinds?.some(r => isKind(obj, r))
-  );
+  const shape = isPod(obj) ? "pod" : isWorkload(obj, platformKinds) ? "workload" : "other";
+  return declares(policy, "check", TARGET_OF[shape], operation, obj);
 }
 
 /**
@@ -156,7 +157,7 @@ export interface Plan {
   /**
    * The first policy of the module that judges this object and acts here: what concerns the
    * object rather than one policy (a malformed object, an unknown mode label) is said by it alone,
-   * so once whether the policies run together (`check`) or capability by capability (Pepr).
+   * so once per answer.
    */
   speaker?: Policy;
   /** Whether the object is judged at all (the update gate: update-gate.ts). */
@@ -165,9 +166,27 @@ export interface Plan {
   exemptions: ApplicableExemptions;
 }
 
-/** Whether a policy judges an object of this shape: Pods and workloads all do, others its kinds. */
-const judgesShape = (p: Policy, shape: Shape, obj: KubeObject): boolean =>
-  shape !== "other" || !!p.extraKinds?.some(ref => isKind(obj, ref));
+/** The declared target (Policy.acts) an object of this shape is. */
+const TARGET_OF = { pod: "pods", workload: "templates", other: "kinds" } as const;
+
+/**
+ * Whether a policy takes part in a step on this object and operation, as it declares: its fix in
+ * the mutating step; its check in the validating one, which also says what its fix did on the
+ * same object (a fix that threw is denied there; a workload's pods' fixes are warned).
+ */
+function takesPart(
+  p: Policy,
+  step: "mutate" | "validate",
+  target: (typeof TARGET_OF)[Shape],
+  operation: Operation,
+  obj: KubeObject,
+): boolean {
+  if (step === "mutate") return target !== "kinds" && declares(p, "fix", target, operation);
+  return (
+    declares(p, "check", target, operation, obj) ||
+    (target !== "kinds" && declares(p, "fix", target, operation))
+  );
+}
 
 /** Whether a policy acts where the object is, its applicability worked out once per plan. */
 function actsHere(
@@ -203,7 +222,9 @@ export function planOf(
   // No named closures here: the bundle names each one it creates (keepNames), on every request.
   const applies = new Map<Policy, Applicability>();
   const where = { applies, namespace: ctx.namespaceName, mode: namespaceMode.mode, deps };
-  const judging = acting.filter(p => judgesShape(p, shape, obj));
+  // Only the policies that declare this step on this object and operation (Policy.acts).
+  const target = TARGET_OF[shape];
+  const judging = acting.filter(p => takesPart(p, step, target, request.operation, obj));
   const active = judging.filter(p => actsHere(p, where));
   const exemptions =
     active.length && obj && typeof obj === "object"
@@ -223,10 +244,15 @@ export function planOf(
     applies,
     active,
     templateFixed: shape === "workload" && templateIsFixed(obj, deps.settings),
+    // What its pods will get: the fixes declared on Pod CREATE.
     allActive:
-      validating && shape === "workload" ? deps.policies.filter(p => actsHere(p, where)) : [],
+      validating && shape === "workload"
+        ? deps.policies.filter(p => declares(p, "fix", "pods", "CREATE") && actsHere(p, where))
+        : [],
     speaker: validating
-      ? deps.policies.find(p => judgesShape(p, shape, obj) && actsHere(p, where))
+      ? deps.policies.find(
+          p => takesPart(p, step, target, request.operation, obj) && actsHere(p, where),
+        )
       : undefined,
     judged: validating && needsJudging(obj, ctx),
     exemptions,

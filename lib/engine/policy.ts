@@ -99,7 +99,79 @@ export interface PodTarget {
   sameAs?: PodTarget;
 }
 
+/**
+ * What a capability acts on, and when: its one declaration, written in its
+ * capabilities/<area>/index.ts (policyOf). The module's one Mutate and one Validate step run each
+ * policy only on what it declares (lib/engine/plan.ts), its webhook rules and Pepr's bindings are
+ * made from the declarations of every capability (lib/engine/routes.ts), `check` replays them, and
+ * docs/policies.md's table of what runs where is generated from them.
+ */
+export interface Acts {
+  /** Where its `fix` runs (the mutating step): Pods, and workload templates with workloads.mutate. */
+  fix?: Omit<Targets, "kinds">;
+  /** Where its `check` runs (the validating step). */
+  check?: Targets;
+}
+
+/** The objects a step of a capability receives, each on the operations listed. */
+export interface Targets {
+  /** Pods. */
+  pods?: readonly Operation[];
+  /**
+   * The pod templates of every workload kind in force (the built-in ones, the ML kinds, the
+   * platform's own: lib/workload-kinds/table.ts): checked as their pods will be, every capability's
+   * fixes applied; fixed in place only when the module is built with workloads.mutate.
+   */
+  templates?: readonly Operation[];
+  /** Other kinds (payload-size's ConfigMaps and Secrets), on these operations. */
+  kinds?: { refs: readonly KindRef[]; operations: readonly Operation[] };
+}
+
+/** A policy's rules: its name, its pure fix and check. policyOf adds what it acts on. */
+export type PolicyRules = Omit<Policy, "acts">;
+
+/**
+ * A policy: its rules and what it acts on (capabilities/<area>/index.ts). Refuses, at load, a
+ * declaration that does not match the rules (a fix declared nowhere, a check on nothing).
+ */
+export function policyOf(rules: PolicyRules, acts: Acts): Policy {
+  const where = `admission-guard: capability ${rules.name}`;
+  if (!!rules.fix !== !!acts.fix)
+    throw new Error(
+      `${where}: ${rules.fix ? "has a fix but declares no acts.fix" : "declares acts.fix but has no fix"}`,
+    );
+  if (!!(rules.check || rules.checkGang) !== !!acts.check)
+    throw new Error(
+      `${where}: ${acts.check ? "declares acts.check but has no check" : "has a check but declares no acts.check"}`,
+    );
+  if (rules.checkGang && !acts.check?.templates?.length)
+    throw new Error(
+      `${where}: has a checkGang (a workload judged whole) but no acts.check.templates`,
+    );
+  return { ...rules, acts };
+}
+
+/** Whether a policy's declaration has it act in a step on this object and operation. */
+export function declares(
+  policy: Policy,
+  step: "fix" | "check",
+  target: "pods" | "templates" | "kinds",
+  operation: Operation,
+  obj?: KubeObject,
+): boolean {
+  const targets: Targets | undefined = policy.acts[step];
+  if (target === "kinds") {
+    const kinds = targets?.kinds;
+    return (
+      !!kinds?.operations.includes(operation) && !!obj && kinds.refs.some(ref => isKind(obj, ref))
+    );
+  }
+  return !!targets?.[target]?.includes(operation);
+}
+
 export interface Policy {
+  /** What it acts on, and when (policyOf, in its capability's index.ts). */
+  acts: Acts;
   /** The capability name used in every message: "security-context", "labels", ... */
   name: string;
   description: string;
@@ -113,7 +185,7 @@ export interface Policy {
   fix?(target: PodTarget, ctx: RuleContext): RuleChange[] | Promise<RuleChange[]>;
   /**
    * Check an object as it will be stored: a Pod (after all fixes), or a workload whose template
-   * copy has had all fixes applied (`target` set), or an object of `extraKinds` (`target` undefined).
+   * copy has had all fixes applied (`target` set), or an object of a kind its declaration names (`acts.check.kinds`; `target` undefined).
    */
   check?(
     object: KubeObject,
@@ -135,8 +207,6 @@ export interface Policy {
    * (no fix, no check, not counted as handled), and a report lists its rules as `skip`.
    */
   switchedBy?: SwitchableSection;
-  /** Kinds checked besides Pods and workloads (e.g. ConfigMap, Secret): a Validate binding each. */
-  extraKinds?: readonly KindRef[];
   /**
    * Every rule its check may report a violation under: what an Exemption may waive (an unknown
    * name is refused) and what a PolicyReport lists for each object.

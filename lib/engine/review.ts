@@ -1,5 +1,6 @@
 // The whole admission path for one object, offline (what `check` runs): Pepr's dispatch replayed
-// action by action, from the declaration Pepr's bindings are registered from (routes.ts).
+// binding by binding, from the routes Pepr's bindings are registered from (routes.ts, made from
+// every capability's declaration).
 import { kindsInForce } from "../workload-kinds/in-force";
 import type { KubeObject } from "../objects/pod";
 import { isWorkload } from "../workload-kinds/built-in";
@@ -9,7 +10,7 @@ import type { Change, Skip, Violation } from "../objects/verdict";
 import { answer, validatorAnswer } from "./answer";
 import { contextOf, modeOf, templateIsFixed } from "./plan";
 import { mutate } from "./fixes";
-import { actingFor, routeMatches, routesOf } from "./routes";
+import { routeMatches, routesOf } from "./routes";
 import type { AdmissionInput, Answer, ContextInput, EngineDeps } from "./types";
 
 export interface Review {
@@ -39,7 +40,7 @@ export interface Review {
 
 /**
  * The whole admission path for one object, offline (what `check` prints): the mutating step and
- * the validating step, capability by capability as the webhook runs them, joined as Pepr joins
+ * the validating step, binding by binding as the webhook runs them, joined as Pepr joins
  * them (denials in capability order, warnings concatenated). The input object is not changed.
  * `validators` judge the module's own objects (an Exemption), as their bindings do.
  */
@@ -74,15 +75,16 @@ export async function review(
     routeMatches(r, object, request.operation, deps.settings),
   );
   const changes: Change[] = [];
-  for (const route of routes.filter(r => r.step === "mutate"))
-    changes.push(...(await mutate(request, deps, actingFor(route, policies))).changes);
+  // One mutating route at most receives an object (Pods or templates).
+  if (routes.some(r => r.step === "mutate"))
+    changes.push(...(await mutate(request, deps, policies)).changes);
   const answers: Answer[] = [];
   for (const route of routes.filter(r => r.step === "validate")) {
     const validator = validators.find(v => v.name === route.capability);
     answers.push(
       route.target === "own-objects" && validator
         ? validatorAnswer(request, deps, validator)
-        : await answer(request, deps, actingFor(route, policies)),
+        : await answer(request, deps, policies),
     );
   }
   const kinds = kindsInForce(deps.settings.workloads);

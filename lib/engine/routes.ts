@@ -1,77 +1,44 @@
-// What runs where: the module's one declaration. Pepr's bindings are registered from it (each
-// capability's index.ts hands its policy to bindPolicy, lib/pepr/adapter.ts), `check` replays it
-// (review.ts), and nothing else says which step runs on which objects. Pure data: no Pepr here.
+// What runs where, made from the one declaration each capability writes in its index.ts
+// (Policy.acts, policyOf): the routes Pepr's bindings are registered from (lib/pepr/adapter.ts),
+// the webhook's rules (webhookRules, written by the build overlay), and what `check` replays
+// (review.ts). Pure data: no Pepr here. Why one Mutate and one Validate: docs/adr/0030.
 import { isPod, type KubeObject } from "../objects/pod";
 import { isWorkload } from "../workload-kinds/built-in";
+import { BUILT_IN_WORKLOADS } from "../workload-kinds/table";
 import { isKind, POD, type KindRef, type Operation, type Policy, type Validator } from "./policy";
 import type { Settings } from "../settings";
 import { groupOf, pluralOf } from "../workload-kinds/kind-spec";
 import { kindsInForce } from "../workload-kinds/in-force";
-import { BUILT_IN_WORKLOADS } from "../workload-kinds/table";
+
+const CREATE_OR_UPDATE: readonly Operation[] = ["CREATE", "UPDATE"];
 
 export interface Route {
-  /** The Pepr capability that holds the binding. */
+  /** The Pepr capability that holds the binding: the shared `admission`, or a validator's. */
   capability: string;
   step: "mutate" | "validate";
   /**
-   * What the binding receives: Pods, workloads (built-in and the kinds in force), a policy's extra
-   * kinds, or a validator's kinds (the module's own objects: an Exemption).
+   * What the binding receives: Pods, workload templates (built-in kinds and the kinds in force),
+   * the other kinds policies declare, or a validator's kinds (the module's own objects).
    */
-  target: "pods" | "workloads" | "extra-kinds" | "own-objects";
+  target: "pods" | "templates" | "kinds" | "own-objects";
+  /** Every operation any capability declares for this step and target. */
   operations: readonly Operation[];
-  /** The policies that act: the capability's own, or every policy of the module (a shared action). */
-  acting: "own" | "all";
   /** The kinds it receives: one webhook rule each (webhookRules); Pepr binds them by bindingsOf. */
   binds: readonly KindRef[];
 }
 
-const CREATE: readonly Operation[] = ["CREATE"];
-const CREATE_OR_UPDATE: readonly Operation[] = ["CREATE", "UPDATE"];
+/** The Pepr capability that holds the module's one Mutate and one Validate (capabilities/admission). */
+export const ADMISSION = "admission";
 
-/** A policy's own routes: a fix is a Mutate on Pod CREATE; extra kinds are a Validate of their own. */
-export function policyRoutes(policy: Policy): Route[] {
-  const routes: Route[] = [];
-  if (policy.fix)
-    routes.push({
-      capability: policy.name,
-      step: "mutate",
-      target: "pods",
-      operations: CREATE,
-      acting: "own",
-      binds: [POD],
-    });
-  if (policy.extraKinds?.length)
-    routes.push({
-      capability: policy.name,
-      step: "validate",
-      target: "extra-kinds",
-      operations: CREATE_OR_UPDATE,
-      acting: "own",
-      binds: policy.extraKinds,
-    });
-  return routes;
-}
+const OPERATIONS: readonly Operation[] = ["CREATE", "UPDATE", "DELETE", "CONNECT"];
 
-/** A validator's route: a Validate of its kinds, on CREATE and UPDATE. */
-export const validatorRoutes = (validator: Validator): Route[] => [
-  {
-    capability: validator.name,
-    step: "validate",
-    target: "own-objects",
-    operations: CREATE_OR_UPDATE,
-    acting: "own",
-    binds: validator.kinds,
-  },
-];
+/** The operations any of these lists names, in the API's order. */
+const unionOf = (lists: readonly (readonly Operation[] | undefined)[]): Operation[] =>
+  OPERATIONS.filter(op => lists.some(list => list?.includes(op)));
 
-/**
- * The shared routes, with every policy at once (one route per step instead of one per policy:
- * each binding costs Pepr a filter pass on every request, docs/bench.md): Pods judged after every
- * mutating webhook, workloads' templates judged (and, with workloads.mutate, fixed) as their pods
- * will be. `workloads` are the settings the module is built with: they decide the webhook's rules.
- */
-export function sharedRoutes(workloads: Settings["workloads"]): Route[] {
-  const kinds: KindRef[] = [
+/** The kinds whose pod templates are judged: the built-in workloads and the kinds in force. */
+export function templateKinds(workloads: Settings["workloads"]): KindRef[] {
+  return [
     ...BUILT_IN_WORKLOADS,
     // The ML kinds and the platform's own: any version of their group.
     ...kindsInForce(workloads).map(spec => ({
@@ -81,36 +48,79 @@ export function sharedRoutes(workloads: Settings["workloads"]): Route[] {
       plural: pluralOf(spec),
     })),
   ];
-  const route = (capability: string, step: Route["step"], target: Route["target"]): Route => ({
-    capability,
-    step,
-    target,
-    operations: CREATE_OR_UPDATE,
-    acting: "all",
-    binds: target === "pods" ? [POD] : kinds,
-  });
-  return [
-    route("pods", "validate", "pods"),
-    ...(workloads.mutate ? [route("workloads", "mutate", "workloads")] : []),
-    route("workloads", "validate", "workloads"),
-  ];
 }
 
 /**
- * The routes of a module whose capabilities run these policies and validators, in Pepr's order
- * (the capabilities of capabilities/index.ts: the policy areas', the validators', then the shared
- * pods and workloads capabilities).
+ * The shared routes, made from every capability's declaration (Policy.acts): one route per step
+ * and target, on every operation some capability declares for it. One Mutate and one Validate
+ * instead of one per capability: each Pepr binding costs a filter pass and a callback on every
+ * request, and each step builds the plan, the context and the Exemptions once (docs/adr/0030).
+ * Which capabilities act on a request is the plan's question (lib/engine/plan.ts, `declares`).
+ * `workloads` are the settings the module is built with: they decide the webhook's rules.
+ */
+export function admissionRoutes(
+  policies: readonly Policy[],
+  workloads: Settings["workloads"],
+): Route[] {
+  const routes: Route[] = [];
+  const route = (
+    step: Route["step"],
+    target: Route["target"],
+    operations: readonly Operation[],
+    binds: readonly KindRef[],
+  ) => {
+    if (operations.length && binds.length)
+      routes.push({ capability: ADMISSION, step, target, operations, binds });
+  };
+  const fixes = policies.map(p => p.acts.fix);
+  const checks = policies.map(p => p.acts.check);
+  const templates = templateKinds(workloads);
+  route("mutate", "pods", unionOf(fixes.map(t => t?.pods)), [POD]);
+  // A workload's own template is fixed in place only when the module is built to (ADR 0003).
+  if (workloads.mutate)
+    route("mutate", "templates", unionOf(fixes.map(t => t?.templates)), templates);
+  // The validating step also says what a fix did to the same object (lib/engine/plan.ts).
+  route("validate", "pods", unionOf([...checks, ...fixes].map(t => t?.pods)), [POD]);
+  route("validate", "templates", unionOf([...checks, ...fixes].map(t => t?.templates)), templates);
+  // Other kinds: one route per set of operations, each kind once.
+  const byOperations = new Map<string, { operations: Operation[]; refs: KindRef[] }>();
+  for (const kinds of checks.map(t => t?.kinds)) {
+    if (!kinds) continue;
+    const operations = unionOf([kinds.operations]);
+    const key = operations.join();
+    const entry = byOperations.get(key) ?? { operations, refs: [] };
+    byOperations.set(key, entry);
+    for (const ref of kinds.refs) if (!entry.refs.some(r => sameKind(r, ref))) entry.refs.push(ref);
+  }
+  for (const { operations, refs } of byOperations.values())
+    route("validate", "kinds", operations, refs);
+  return routes;
+}
+
+const sameKind = (a: KindRef, b: KindRef) =>
+  a.group === b.group && a.version === b.version && a.kind === b.kind;
+
+/** A validator's route: a Validate of its kinds, on CREATE and UPDATE. */
+export const validatorRoutes = (validator: Validator): Route[] => [
+  {
+    capability: validator.name,
+    step: "validate",
+    target: "own-objects",
+    operations: CREATE_OR_UPDATE,
+    binds: validator.kinds,
+  },
+];
+
+/**
+ * The routes of a module with these policies and validators: the validators' own bindings, then
+ * the shared admission's (capabilities/index.ts registers them in this order).
  */
 export function routesOf(
   policies: readonly Policy[],
   settings: Settings,
   validators: readonly Validator[] = [],
 ): Route[] {
-  return [
-    ...policies.flatMap(policyRoutes),
-    ...validators.flatMap(validatorRoutes),
-    ...sharedRoutes(settings.workloads),
-  ];
+  return [...validators.flatMap(validatorRoutes), ...admissionRoutes(policies, settings.workloads)];
 }
 
 /**
@@ -197,14 +207,10 @@ export function routeMatches(
   switch (route.target) {
     case "pods":
       return isPod(obj);
-    case "workloads":
+    case "templates":
       return isWorkload(obj, kindsInForce(settings.workloads));
-    case "extra-kinds":
+    case "kinds":
     case "own-objects":
       return route.binds.some(ref => isKind(obj, ref));
   }
 }
-
-/** The policies a route acts for. */
-export const actingFor = (route: Route, policies: Policy[]): Policy[] =>
-  route.acting === "all" ? policies : policies.filter(p => p.name === route.capability);

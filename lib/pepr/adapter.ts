@@ -1,9 +1,12 @@
-// The Pepr front door. Each policy area is a Pepr Capability (capabilities/<area>/index.ts) whose
-// When(...) bindings call the actions made here; they decide nothing. An action turns Pepr's
-// request into the engine's (lib/engine), runs the engine for its capability's policy, and
-// turns the answer into Pepr's (a mutated object, Approve with warnings, or Deny with the message),
-// counting the decisions and logging denials on the way.
-import { a, Log, type Capability, type PeprMutateRequest, type PeprValidateRequest } from "pepr";
+// The Pepr front door. Each policy area is a Pepr Capability made by capabilityOf from its policy
+// (capabilities/<area>/index.ts, where its declaration says what it acts on); the module's one
+// Mutate and one Validate are the shared capability `admission`'s When(...) bindings, registered
+// by bindAdmission from every capability's declaration (lib/engine/routes.ts). Their actions
+// decide nothing: an action turns Pepr's request into the engine's (lib/engine), runs the engine
+// with the module's policies (each acts only on what it declares), and turns the answer into
+// Pepr's (a mutated object, Approve with warnings, or Deny with the message), counting the
+// decisions and logging denials on the way. Why one step each: docs/adr/0030.
+import { a, Capability, Log, type PeprMutateRequest, type PeprValidateRequest } from "pepr";
 import type { KubernetesObject } from "kubernetes-fluent-client";
 import {
   answer,
@@ -19,11 +22,10 @@ import type { KubeObject } from "../objects/pod";
 import type { Operation, Policy, Validator } from "../engine/policy";
 import type { Settings } from "../settings";
 import {
+  admissionRoutes,
   bindingsOf,
   isGroupBinding,
-  policyRoutes,
   routeMatches,
-  sharedRoutes,
   validatorRoutes,
   type Route,
 } from "../engine/routes";
@@ -46,8 +48,8 @@ function configured(): EngineDeps {
   return deps;
 }
 
-// Which policy each capability runs: `check` reads the policies from the list of capabilities, so
-// a capability added to that list acts in the webhook and in `check` alike.
+// Which policy each capability runs: pepr.ts and `check` read the policies from the list of
+// capabilities, so a capability added to that list acts in the webhook and in `check` alike.
 const policyOfCapability = new WeakMap<Capability, Policy>();
 
 // Which validator each capability runs, likewise.
@@ -174,44 +176,22 @@ async function validateWith(req: PeprValidateRequest<KubernetesObject>, judge: J
 }
 
 /**
- * The actions of a capability that runs one policy: `mutatePod`, its fixes on Pod CREATE;
- * `validate`, its checks on its extra kinds (a ConfigMap, a Secret). Also records which policy
- * the capability runs, for `check`. Its checks on Pods and workloads run in the shared actions.
+ * The module's two actions, with every policy at once (each acts only on what its capability
+ * declares: lib/engine/plan.ts):
+ *   mutate — the fixes of a Pod as it is created, or of a workload's own template
+ *     (workloads.mutate), every capability's in the order of capabilities/index.ts;
+ *   validate — the checks of a Pod, a workload's template (judged with every capability's fixes
+ *     simulated together: its pods get them all) or another declared kind.
  */
-export function policyActions(capability: Capability, policy: Policy) {
-  policyOfCapability.set(capability, policy);
-  return {
-    // Named functions: stack traces and profiles name them (Pepr logs its own wrapper's name).
-    mutatePod: async function mutatePod(req: PeprMutateRequest<KubernetesObject>) {
-      await mutateWith(req, [policy]);
-    },
-    validate: async function validate(req: PeprValidateRequest<KubernetesObject>) {
-      return validateWith(req, { policies: [policy] });
-    },
-  };
-}
-
-/**
- * The shared actions, with every policy of the module at once:
- *   validatePod — every area's checks on a Pod (CREATE and UPDATE): one Validate binding instead
- *     of one per area, each of which costs Pepr a filter pass and a callback on every request;
- *   validateWorkload — a workload's template, judged with every area's fixes simulated together
- *     (its pods get them all, so each area's checks must see them together);
- *   mutateTemplate — a workload's template fixed with every policy (workloads.mutate).
- */
-export function sharedActions() {
-  return {
-    validatePod: async function validatePod(req: PeprValidateRequest<KubernetesObject>) {
-      return validateWith(req, { policies: configured().policies });
-    },
-    validateWorkload: async function validateWorkload(req: PeprValidateRequest<KubernetesObject>) {
-      return validateWith(req, { policies: configured().policies });
-    },
-    mutateTemplate: async function mutateTemplate(req: PeprMutateRequest<KubernetesObject>) {
-      await mutateWith(req, configured().policies);
-    },
-  };
-}
+const admissionActions = {
+  // Named functions: stack traces and profiles name them (Pepr logs its own wrapper's name).
+  mutate: async function admissionMutate(req: PeprMutateRequest<KubernetesObject>) {
+    await mutateWith(req, configured().policies);
+  },
+  validate: async function admissionValidate(req: PeprValidateRequest<KubernetesObject>) {
+    return validateWith(req, { policies: configured().policies });
+  },
+};
 
 /** Whether a route receives what Pepr matched by a group binding (bindingsOf): a declared kind. */
 const receives = (route: Route, req: Request): boolean =>
@@ -223,16 +203,16 @@ const receives = (route: Route, req: Request): boolean =>
   );
 
 /**
- * Registers a capability's bindings as its routes declare them: one When(...) per binding of
- * bindingsOf (a kind, or a whole API group whose action passes over undeclared kinds).
+ * Registers a capability's bindings as its routes say: one When(...) per binding of bindingsOf (a
+ * kind, or a whole API group whose action passes over undeclared kinds).
  */
 function bind(
   capability: Capability,
   routes: Route[],
   actions: {
     /** Unset for a capability that only validates (its routes have no mutating step). */
-    mutate?: ReturnType<typeof policyActions>["mutatePod"];
-    validate: ReturnType<typeof policyActions>["validate"];
+    mutate?: (req: PeprMutateRequest<KubernetesObject>) => Promise<void>;
+    validate: (req: PeprValidateRequest<KubernetesObject>) => ReturnType<typeof validateWith>;
   },
 ) {
   for (const route of routes)
@@ -265,25 +245,33 @@ function bind(
 }
 
 /**
- * A policy area's capability, bound as the module's declaration of what runs where says for its
- * policy (lib/engine/routes.ts: a fix is a Mutate on Pod CREATE; extra kinds a Validate of their
- * own); its checks on Pods and workloads run in the shared bindings. Also records which policy the
- * capability runs, for `check`.
+ * A policy area's Pepr capability: its name, description and namespaces are its policy's; what it
+ * acts on is its policy's declaration (Policy.acts, written beside this call in its index.ts),
+ * which the shared admission capability's bindings carry out. Records which policy it runs, for
+ * pepr.ts and `check` (policiesOf).
  */
-export function bindPolicy(capability: Capability, policy: Policy): void {
-  const { mutatePod, validate } = policyActions(capability, policy);
-  bind(capability, policyRoutes(policy), { mutate: mutatePod, validate });
+export function capabilityOf(policy: Policy): Capability {
+  const capability = new Capability({
+    name: policy.name,
+    description: policy.description,
+    namespaces: policy.namespaces,
+  });
+  policyOfCapability.set(capability, policy);
+  return capability;
 }
 
-/** The shared capability `pods` or `workloads`, bound as the declaration says for the build's settings. */
-export function bindShared(capability: Capability, workloads: Settings["workloads"]): void {
-  const { validatePod, validateWorkload, mutateTemplate } = sharedActions();
-  const routes = sharedRoutes(workloads).filter(r => r.capability === capability.name);
-  const pods = capability.name === "pods";
-  bind(capability, routes, {
-    mutate: mutateTemplate,
-    validate: pods ? validatePod : validateWorkload,
-  });
+/**
+ * The shared capability `admission`: the module's one Mutate and one Validate, bound on every kind
+ * and operation that some policy declares (lib/engine/routes.ts admissionRoutes). `workloads` are
+ * the settings the module is built with: they decide which workload kinds are bound, and whether
+ * templates are fixed.
+ */
+export function bindAdmission(
+  capability: Capability,
+  policies: readonly Policy[],
+  workloads: Settings["workloads"],
+): void {
+  bind(capability, admissionRoutes(policies, workloads), admissionActions);
 }
 
 /**

@@ -32,7 +32,7 @@ export interface ModuleRole {
   /**
    * `pepr build` (PEPR_MODE=build), loading the module only to read its bindings: nothing starts,
    * no cluster. The settings that change the bindings, and so what it writes, are workloads.mutate,
-   * .kinds and .builtInKinds (the webhook rules: capabilities/workloads) and reports.enabled with
+   * .kinds and .builtInKinds (the webhook rules: capabilities/admission) and reports.enabled with
    * events.enabled (the watcher: capabilities/reports); see moduleEnvironment for where they come from.
    */
   building: boolean;

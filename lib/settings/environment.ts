@@ -4,8 +4,15 @@
 import { parse as parseYaml } from "yaml";
 import { defaultSettings, parseSettings, SettingsError, type Settings } from "./schema";
 
-/** Variables of the controller process that are not policy settings. */
-export const RUNTIME_ENV = ["ADMISSION_GUARD_SETTINGS", "ADMISSION_GUARD_PORT"];
+/**
+ * Variables of the controller process that are not policy settings: the whole document, the port
+ * tests run on, the example capabilities registered (capabilities/index.ts).
+ */
+export const RUNTIME_ENV = [
+  "ADMISSION_GUARD_SETTINGS",
+  "ADMISSION_GUARD_PORT",
+  "ADMISSION_GUARD_EXAMPLES",
+];
 
 /** `securityContext.runAsUser` → `ADMISSION_GUARD_SECURITY_CONTEXT_RUN_AS_USER`. */
 export function envName(dotted: string): string {

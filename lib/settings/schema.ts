@@ -1,87 +1,92 @@
 // The settings' schema: every key with its default and its limits, and the named errors a bad
 // value gets. Defaults are here and only here.
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ExemptionsSettingsSchema } from "../exemptions/settings";
 import { ImagesSettingsSchema, prefixProblem, registryPrefix } from "../images/settings";
 import { MODES, SYSTEM_NAMESPACES } from "../objects/keys";
 import { namespaceName } from "../objects/names";
+import "../objects/zod-messages";
 import { safeParseQuantity } from "../objects/quantity";
 import { WebhooksSettingsSchema } from "../webhooks/arming";
 import { WorkloadsSettingsSchema } from "../workload-kinds/schema";
 
-const quantityLike = z.number().int().nonnegative();
-const absolutePath = z.string().regex(/^\/[^\0]*$/, "must be an absolute path");
+const quantityLike = z.int().check(z.nonnegative());
+const absolutePath = z.string().check(z.regex(/^\/[^\0]*$/, "must be an absolute path"));
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
 /** Whether a root image's unwritable WORKDIR is copied to an emptyDir (and the namespace label). */
 export const WORKDIR_COPY = ["copy", "off"] as const;
 /** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
 export const SHARED_MEMORY_MOUNT = ["gpu", "all", "off"] as const;
 /** A positive amount of memory, as a Kubernetes quantity of bytes: "1Gi", "512Mi". */
-const memoryQuantity = z
-  .union([z.string(), z.number()])
-  .superRefine((value, ctx) => {
-    const parsed = safeParseQuantity(value);
-    if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.error });
-    else if (parsed.quantity.milli < 1_048_576_000n)
-      ctx.addIssue({ code: "custom", message: `${JSON.stringify(value)} is less than 1Mi` });
-  })
-  .transform(String);
+const memoryQuantity = z.pipe(
+  z.union([z.string(), z.number()]).check(
+    z.superRefine((value, ctx) => {
+      const parsed = safeParseQuantity(value);
+      if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.error });
+      else if (parsed.quantity.milli < 1_048_576_000n)
+        ctx.addIssue({ code: "custom", message: `${JSON.stringify(value)} is less than 1Mi` });
+    }),
+  ),
+  z.transform(String),
+);
 /** A Pod Security policy version, as the enforce-version label writes it. */
 const policyVersion = z
   .string()
-  .regex(/^(latest|v1\.(0|[1-9][0-9]{0,8}))$/, 'must be "latest" or "v1.N", e.g. v1.30');
+  .check(z.regex(/^(latest|v1\.(0|[1-9][0-9]{0,8}))$/, 'must be "latest" or "v1.N", e.g. v1.30'));
 
 /** A user or group name, written into the policy's CEL as a string literal: no quote, backslash or control. */
-const celString = z
-  .string()
-  .min(1)
-  .max(253)
-  .refine(
+const celString = z.string().check(
+  z.minLength(1),
+  z.maxLength(253),
+  z.refine(
     name => ![...name].some(c => c === '"' || c === "\\" || c < " " || c === "\u007f"),
     "must not hold a quote, a backslash or a control character",
-  );
+  ),
+);
 
 /** Source prefix → mirror prefix; a bad source is named by its key. */
-const mirrorMap = z.record(z.string(), registryPrefix).superRefine((map, ctx) => {
-  for (const from of Object.keys(map)) {
-    const problem = prefixProblem(from);
-    if (problem) ctx.addIssue({ code: "custom", message: problem, path: [from] });
-  }
-});
+const mirrorMap = z.record(z.string(), registryPrefix).check(
+  z.superRefine((map, ctx) => {
+    for (const from of Object.keys(map)) {
+      const problem = prefixProblem(from);
+      if (problem) ctx.addIssue({ code: "custom", message: problem, path: [from] });
+    }
+  }),
+);
 
 export const SettingsSchema = z
   .strictObject({
     /** Mode of namespaces without the mode label. */
-    mode: z.enum(MODES).default("enforce"),
+    mode: z._default(z.enum(MODES), "enforce"),
     /** Extra namespaces never touched, besides the system ones. */
-    ignoredNamespaces: z.array(namespaceName).default([]),
-    securityContext: z
-      .strictObject({
-        enabled: z.boolean().default(true),
+    ignoredNamespaces: z._default(z.array(namespaceName), []),
+    securityContext: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
         /** Fill unset restricted-level fields on Pod CREATE. Off: validate only. */
-        mutate: z.boolean().default(true),
+        mutate: z._default(z.boolean(), true),
         /** For an image built to run as root or as a named user, or not inspected. */
-        runAsUser: z.number().int().min(1).default(1000),
-        runAsGroup: z.number().int().min(0).default(3000),
+        runAsUser: z._default(z.int().check(z.gte(1)), 1000),
+        runAsGroup: z._default(z.int().check(z.gte(0)), 3000),
         /**
          * HOME for a container that runs as runAsUser in an image built for root (or a named user):
          * an emptyDir mounted here and HOME set to it, so caches (~/.cache, ~/.triton) can be written.
          */
-        homePath: absolutePath.default("/home/workload"),
+        homePath: z._default(absolutePath, "/home/workload"),
         /**
          * readOnlyRootFilesystem: "off" leaves it alone (Pod Security does not ask for it, and it is
          * the fix most likely to break a job); "fill" sets it where unset, with emptyDirs at
          * writablePaths and HOME. A namespace label may choose otherwise.
          */
-        readOnlyRootFilesystem: z.enum(READ_ONLY_ROOT).default("off"),
+        readOnlyRootFilesystem: z._default(z.enum(READ_ONLY_ROOT), "off"),
         /** Paths that get an emptyDir when the root filesystem is made read-only. */
-        writablePaths: z.array(absolutePath).default(["/tmp"]),
+        writablePaths: z._default(z.array(absolutePath), ["/tmp"]),
         /**
          * An image built to run as root or as a named user, whose pod leaves the user to the fix:
          * "warn" (it runs as runAsUser, and the warning names its WORKDIR and the fix) or "deny"
          * (rule image-user: rebuild with a numeric USER, or set runAsUser yourself).
          */
-        rootImages: z.enum(["warn", "deny"]).default("warn"),
+        rootImages: z._default(z.enum(["warn", "deny"]), "warn"),
         /**
          * An image built for root whose WORKDIR the configured UID cannot write: "copy" gives the
          * container an emptyDir at WORKDIR, filled first by an init container of the same image
@@ -89,191 +94,205 @@ export const SettingsSchema = z
          * workdirCopyBytes); "off" leaves it (the warning says so). A namespace label may choose.
          * Why: docs/adr/0033-root-workdir-copied-to-an-emptydir.md
          */
-        workdirCopy: z.enum(WORKDIR_COPY).default("copy"),
+        workdirCopy: z._default(z.enum(WORKDIR_COPY), "copy"),
         /** WORKDIR's bytes, as its image's layers list them, copied at most. */
-        workdirCopyBytes: z
-          .number()
-          .int()
-          .min(0)
-          .default(512 * 1024 * 1024),
+        workdirCopyBytes: z._default(z.int().check(z.gte(0)), 512 * 1024 * 1024),
         /**
          * The Pod Security level of a namespace without the pod-security.kubernetes.io/enforce
          * label. "restricted" is the hardening choice; a cluster whose AdmissionConfiguration gives
          * Pod Security Admission another default (baseline, privileged) should mirror it here.
          */
-        defaultLevel: z.enum(["privileged", "baseline", "restricted"]).default("restricted"),
+        defaultLevel: z._default(z.enum(["privileged", "baseline", "restricted"]), "restricted"),
         /** The policy version of such a namespace: "latest" or "v1.N" (as enforce-version). */
-        defaultVersion: policyVersion.default("latest"),
+        defaultVersion: z._default(policyVersion, "latest"),
         /**
          * The API server's own Kubernetes version ("v1.32"), or "latest": Pod Security Admission
          * evaluates "latest" and any newer version as its own. "latest" is the version the
          * controller reads from the API server's /version at start (offline, in `check`: the
          * newest policy the module knows, v1.37); set it where that read is not wanted.
          */
-        clusterVersion: policyVersion.default("latest"),
-      })
-      .prefault({}),
+        clusterVersion: z._default(policyVersion, "latest"),
+      }),
+      {},
+    ),
     webhooks: WebhooksSettingsSchema,
     images: ImagesSettingsSchema,
-    labels: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        mutate: z.boolean().default(true),
+    labels: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        mutate: z._default(z.boolean(), true),
         /** Opt-in: drop the legacy `app` label after copying it (never on pods with an owner). */
-        removeLegacyAppLabel: z.boolean().default(false),
-      })
-      .prefault({}),
-    serviceAccount: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        mutate: z.boolean().default(true),
+        removeLegacyAppLabel: z._default(z.boolean(), false),
+      }),
+      {},
+    ),
+    serviceAccount: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        mutate: z._default(z.boolean(), true),
         /** The dedicated ServiceAccount that replaces "default" (a namespace annotation may name another). */
-        name: z
-          .string()
-          .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")
-          .default("workload"),
+        name: z._default(
+          z
+            .string()
+            .check(z.regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, "must be a DNS subdomain name")),
+          "workload",
+        ),
         /**
          * The names the namespace annotation admission-guard.dev/service-account may choose besides
          * `name` ("team-*" is a prefix; "default" only as an exact entry). Any other is not used (a
          * warning): a tenant's annotation must not make the module create or move pods onto
          * another controller's account.
          */
-        allowedNames: z
-          .array(
-            z
-              .string()
-              .regex(
-                /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|[a-z0-9][-a-z0-9.]*\*)$/,
-                'must be a ServiceAccount name, or a prefix of one ending in "*" (team-*)',
-              )
-              .max(253),
-          )
-          .max(100)
-          .default([]),
+        allowedNames: z._default(
+          z
+            .array(
+              z
+                .string()
+                .check(
+                  z.regex(
+                    /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?|[a-z0-9][-a-z0-9.]*\*)$/,
+                    'must be a ServiceAccount name, or a prefix of one ending in "*" (team-*)',
+                  ),
+                  z.maxLength(253),
+                ),
+            )
+            .check(z.maxLength(100)),
+          [],
+        ),
         /** Keep the API server's injected token volume on pods that did not ask for a token. */
-        keepTokens: z.boolean().default(false),
+        keepTokens: z._default(z.boolean(), false),
         /** Secret access check: off | warn (default) | enforce. */
-        secretAccess: z.enum(["off", "warn", "enforce"]).default("warn"),
+        secretAccess: z._default(z.enum(["off", "warn", "enforce"]), "warn"),
         /** Create the dedicated ServiceAccount when it does not exist. */
-        ensure: z.boolean().default(true),
+        ensure: z._default(z.boolean(), true),
         /**
          * Distinct secrets whose access is checked per object (one SubjectAccessReview each, all roles
          * of a workload together); the rest are "not checked", said in a warning. Bounds the API calls
          * one object can cause (a pod may name tens of thousands of secrets).
          */
-        maxSecretReviews: z.number().int().min(1).max(100).default(32),
-      })
-      .prefault({}),
-    resourceQuota: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        nodeFit: z.boolean().default(true),
+        maxSecretReviews: z._default(z.int().check(z.gte(1), z.lte(100)), 32),
+      }),
+      {},
+    ),
+    resourceQuota: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        nodeFit: z._default(z.boolean(), true),
         /**
          * A gang (a PyTorchJob, a JobSet, a Volcano Job's minAvailable) that even empty nodes could
          * never hold at once: deny, warn (a cluster autoscaler adds nodes of the kinds that exist),
          * or off. Off too with nodeFit off.
          */
-        gangCapacity: z.enum(["deny", "warn", "off"]).default("deny"),
+        gangCapacity: z._default(z.enum(["deny", "warn", "off"]), "deny"),
         /** When quota/node data cannot be had (cache not synced, API unreachable): allow with a warning, or deny. */
-        onUnavailable: z.enum(["allow", "deny"]).default("allow"),
-      })
-      .prefault({}),
-    sharedMemory: z
-      .strictObject({
-        enabled: z.boolean().default(true),
+        onUnavailable: z._default(z.enum(["allow", "deny"]), "allow"),
+      }),
+      {},
+    ),
+    sharedMemory: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
         /**
          * Which pods get a memory-backed emptyDir at /dev/shm (the runtime's own is 64 MiB, too
          * small for PyTorch's DataLoader workers): "gpu" (pods that ask for a GPU), "all", "off".
          * The namespace label admission-guard.dev/shared-memory overrides it.
          */
-        mount: z.enum(SHARED_MEMORY_MOUNT).default("gpu"),
+        mount: z._default(z.enum(SHARED_MEMORY_MOUNT), "gpu"),
         /** Its sizeLimit: this fraction of the largest memory limit of the pod's containers. */
-        sizeFraction: z.number().gt(0).max(1).default(0.5),
+        sizeFraction: z._default(z.number().check(z.gt(0), z.lte(1)), 0.5),
         /** Its sizeLimit when no container has a memory limit (a quantity of bytes). */
-        defaultSizeLimit: memoryQuantity.default("1Gi"),
-      })
-      .prefault({}),
-    registries: z
-      .strictObject({
-        enabled: z.boolean().default(true),
+        defaultSizeLimit: z._default(memoryQuantity, "1Gi"),
+      }),
+      {},
+    ),
+    registries: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
         /** Registry hosts or repository prefixes; empty: the rule is off. */
-        allowed: z.array(registryPrefix).default([]),
+        allowed: z._default(z.array(registryPrefix), []),
         /** Registry (or repository prefix) → mirror prefix, e.g. {"docker.io": "harbor.internal/dockerhub"}. */
-        mirrors: mirrorMap.default({}),
-        requireDigest: z.boolean().default(false),
-        forbidLatest: z.boolean().default(false),
-      })
-      .prefault({}),
+        mirrors: z._default(mirrorMap, {}),
+        requireDigest: z._default(z.boolean(), false),
+        forbidLatest: z._default(z.boolean(), false),
+      }),
+      {},
+    ),
     workloads: WorkloadsSettingsSchema,
-    namespaceKeysPolicy: z
-      .strictObject({
+    namespaceKeysPolicy: z.prefault(
+      z.strictObject({
         /**
          * The ValidatingAdmissionPolicy that lets only the admins below set, change or remove
          * admission-guard.dev/* namespace labels and annotations, in the manifest the build writes
          * (and the chart's default). Read at build time only (package.json pepr.env).
          * Why: docs/adr/0027-namespace-keys-are-admins-by-default.md
          */
-        enabled: z.boolean().default(true),
+        enabled: z._default(z.boolean(), true),
         /** Groups whose members may set them: the cluster's own admin groups where not system:masters. */
-        adminGroups: z.array(celString).max(100).default(["system:masters"]),
+        adminGroups: z._default(z.array(celString).check(z.maxLength(100)), ["system:masters"]),
         /** Users who may set them. */
-        adminUsers: z.array(celString).max(100).default([]),
-      })
-      .prefault({}),
+        adminUsers: z._default(z.array(celString).check(z.maxLength(100)), []),
+      }),
+      {},
+    ),
     exemptions: ExemptionsSettingsSchema,
-    reports: z
-      .strictObject({
+    reports: z.prefault(
+      z.strictObject({
         /** Write a PolicyReport per namespace for the Pods and workloads that already run (watcher). */
-        enabled: z.boolean().default(true),
+        enabled: z._default(z.boolean(), true),
         /** At most one write per namespace per this many seconds (changes in between are batched). */
-        intervalSeconds: z.number().int().min(1).max(3600).default(30),
+        intervalSeconds: z._default(z.int().check(z.gte(1), z.lte(3600)), 30),
         /** Results kept per report (fail, then warn, skip, pass); the summary still counts all. */
-        maxResults: z.number().int().min(10).max(20000).default(1000),
-      })
-      .prefault({}),
-    events: z
-      .strictObject({
+        maxResults: z._default(z.int().check(z.gte(10), z.lte(20000)), 1000),
+      }),
+      {},
+    ),
+    events: z.prefault(
+      z.strictObject({
         /** An Event on each pod the module fixed, shown by kubectl describe pod. */
-        enabled: z.boolean().default(true),
+        enabled: z._default(z.boolean(), true),
         /** Events written per second at most, across the cluster (bursts up to 5 seconds' worth). */
-        perSecond: z.number().min(0.1).max(1000).default(10),
+        perSecond: z._default(z.number().check(z.gte(0.1), z.lte(1000)), 10),
         /**
          * Events written per second at most for the pods of one namespace (bursts up to 5 seconds'
          * worth), within perSecond: one tenant's flood of pods cannot spend every namespace's budget.
          */
-        perNamespacePerSecond: z.number().min(0.1).max(1000).default(1),
-      })
-      .prefault({}),
-    payload: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        maxObjectBytes: quantityLike.default(1024 * 1024),
-        maxEnvPerContainer: quantityLike.default(1000),
-        maxEnvFromPerContainer: quantityLike.default(50),
-        maxVolumes: quantityLike.default(100),
-        maxVolumeMountsPerContainer: quantityLike.default(100),
+        perNamespacePerSecond: z._default(z.number().check(z.gte(0.1), z.lte(1000)), 1),
+      }),
+      {},
+    ),
+    payload: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        maxObjectBytes: z._default(quantityLike, 1024 * 1024),
+        maxEnvPerContainer: z._default(quantityLike, 1000),
+        maxEnvFromPerContainer: z._default(quantityLike, 50),
+        maxVolumes: z._default(quantityLike, 100),
+        maxVolumeMountsPerContainer: z._default(quantityLike, 100),
         /**
          * Sources of all projected volumes of a pod spec together (secret, configMap,
          * serviceAccountToken, downwardAPI, clusterTrustBundle): Kubernetes sets no limit, and each
          * is an object the kubelet fetches and watches. 10 × maxVolumes: a pod that merges its
          * volumes into projected ones, as the too-many-volumes fix advises, stays well under it.
          */
-        maxProjectedSources: quantityLike.default(1000),
-        maxAnnotationBytes: quantityLike.default(256 * 1024),
-      })
-      .prefault({}),
+        maxProjectedSources: z._default(quantityLike, 1000),
+        maxAnnotationBytes: z._default(quantityLike, 256 * 1024),
+      }),
+      {},
+    ),
   })
-  .superRefine((settings, ctx) => {
-    // Exemptions are validated by the module's webhook as they are written: in a namespace the
-    // webhook never sees, anyone who may write there would grant them unchecked.
-    const ns = settings.exemptions.namespace;
-    if (SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns))
-      ctx.addIssue({
-        code: "custom",
-        path: ["exemptions", "namespace"],
-        message: `"${ns}" is a namespace the webhook never sees (${SYSTEM_NAMESPACES.includes(ns) ? "a system namespace" : "in ignoredNamespaces"}): Exemptions written there would not be validated; choose another (default admission-guard-exemptions)`,
-      });
-  });
+  .check(
+    z.superRefine((settings, ctx) => {
+      // Exemptions are validated by the module's webhook as they are written: in a namespace the
+      // webhook never sees, anyone who may write there would grant them unchecked.
+      const ns = settings.exemptions.namespace;
+      if (SYSTEM_NAMESPACES.includes(ns) || settings.ignoredNamespaces.includes(ns))
+        ctx.addIssue({
+          code: "custom",
+          path: ["exemptions", "namespace"],
+          message: `"${ns}" is a namespace the webhook never sees (${SYSTEM_NAMESPACES.includes(ns) ? "a system namespace" : "in ignoredNamespaces"}): Exemptions written there would not be validated; choose another (default admission-guard-exemptions)`,
+        });
+    }),
+  );
 
 export type Settings = z.infer<typeof SettingsSchema>;
 export type SettingsInput = z.input<typeof SettingsSchema>;

@@ -1,7 +1,8 @@
 // Decides when to arm the module's webhooks (set their failure policy once a Ready replica answers)
 // and honours the disarm annotation; lib/webhooks/arm-live.ts applies it.
 // Why: docs/adr/0009-webhooks-armed-by-the-controller.md
-import * as z from "zod";
+import * as z from "zod/mini";
+import "../objects/zod-messages";
 import { DISARM_ANNOTATION } from "../objects/keys";
 
 /** The JSON patch operations the arming writes (RFC 6902). */
@@ -11,16 +12,17 @@ export const FAILURE_POLICIES = ["Fail", "Ignore"] as const;
 export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
 
 /** The webhooks section of the settings (lib/settings composes it). */
-export const WebhooksSettingsSchema = z
-  .strictObject({
+export const WebhooksSettingsSchema = z.prefault(
+  z.strictObject({
     /**
      * The failure policy the admission controller sets on its webhooks once a replica is
      * Ready behind their Service (they are built and installed with Ignore: see
      * lib/webhooks/arming.ts). Fail: pods are refused while no replica answers.
      */
-    failurePolicy: z.enum(FAILURE_POLICIES).default("Fail"),
-  })
-  .prefault({});
+    failurePolicy: z._default(z.enum(FAILURE_POLICIES), "Fail"),
+  }),
+  {},
+);
 
 /** The parts of a Mutating/ValidatingWebhookConfiguration the arming reads. */
 export interface WebhookConfiguration {

@@ -5,6 +5,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { examples, policies as modulePolicies } from "../../capabilities";
 import type { KubeObject } from "../../lib/objects/pod";
 import type { Policy, Validator } from "../../lib/engine/policy";
 import { admit } from "../support/admission";
@@ -51,19 +52,21 @@ beforeAll(async () => {
   copy.write(
     "capabilities/explodes/index.ts",
     [
-      'import { Capability } from "pepr";',
-      'import { bindPolicy } from "../../lib/pepr/adapter";',
-      'import type { Policy } from "../../lib/engine/policy";',
-      "const policy: Policy = {",
-      '  name: "explodes",',
-      '  description: "Throws in its fix on pods labelled explode=true",',
-      "  fix({ template }) {",
-      '    if (template.metadata.labels?.explode === "true") throw new Error("boom: a bug in a fix");',
-      "    return [];",
+      'import { capabilityOf } from "../../lib/pepr/adapter";',
+      'import { policyOf } from "../../lib/engine/policy";',
+      "const policy = policyOf(",
+      "  {",
+      '    name: "explodes",',
+      '    description: "Throws in its fix on pods labelled explode=true",',
+      "    rules: [],",
+      "    fix({ template }) {",
+      '      if (template.metadata.labels?.explode === "true") throw new Error("boom: a bug in a fix");',
+      "      return [];",
+      "    },",
       "  },",
-      "};",
-      "export const Explodes = new Capability({ name: policy.name, description: policy.description });",
-      "bindPolicy(Explodes, policy);",
+      '  { fix: { pods: ["CREATE"] } },',
+      ");",
+      "export const Explodes = capabilityOf(policy);",
       "",
     ].join("\n"),
   );
@@ -71,11 +74,12 @@ beforeAll(async () => {
   const list = copy
     .read("capabilities/index.ts")
     .replace(
-      'import { Workloads } from "./workloads";',
-      'import { Workloads } from "./workloads";\nimport { Greeter } from "./greeter";\nimport { Explodes } from "./explodes";',
+      'import { ServiceAccount } from "./service-account";',
+      'import { ServiceAccount } from "./service-account";\nimport { Greeter } from "./greeter";\nimport { Explodes } from "./explodes";',
     )
-    .replace("  HelloPepr,\n", "  HelloPepr,\n  Greeter,\n  Explodes,\n");
+    .replace("  PayloadSize,\n", "  PayloadSize,\n  Greeter,\n  Explodes,\n");
   expect(list).toContain("  Greeter,\n");
+  expect(list).toContain('import { Greeter } from "./greeter";');
   copy.write("capabilities/index.ts", list);
 
   const bundle = await copy.bundle();
@@ -96,18 +100,14 @@ afterAll(async () => {
 });
 
 it("the copy is listed with the others, in order, for `check` and Pepr alike", () => {
+  // The module's own areas (capabilities/index.ts), the two added after them, then the examples.
   expect(policies.map(p => p.name)).toEqual([
-    "image-registry",
-    "shared-memory",
-    "security-context",
-    "labels",
-    "service-account",
-    "resource-quota",
-    "payload-size",
-    "hello-pepr",
+    ...modulePolicies.filter(p => !examples.includes(p)).map(p => p.name),
     "greeter",
     "explodes",
+    ...examples.map(p => p.name),
   ]);
+  expect(examples.map(p => p.name)).toEqual(["hello-pepr"]);
   // The Exemptions' validator is no policy: a capability of its own kind, listed apart.
   expect(validators.map(v => v.name)).toEqual(["exemptions"]);
 });

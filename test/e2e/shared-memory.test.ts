@@ -1,5 +1,5 @@
-// shared-memory through the real built controller (its own Mutate binding on Pods, the shared
-// validation) and through `check`'s engine on a snapshot of the same cluster: the same verdict,
+// shared-memory through the real built controller (the module's one Mutate and one Validate of
+// Pods) and through `check`'s engine on a snapshot of the same cluster: the same verdict,
 // warnings and resulting pod for each case, with the default setting (GPU pods), with the
 // namespace label, and with sharedMemory.mount: all.
 import { join } from "node:path";

@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { REPO_ROOT } from "./controller";
+import { EXAMPLES, REPO_ROOT } from "./controller";
 
 const exec = promisify(execFile);
 const bin = join(REPO_ROOT, "bin", "admission-guard.mjs");
@@ -13,7 +13,11 @@ export async function runCheck(
   cwd: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [bin, "check", ...args], { cwd });
+    const { stdout, stderr } = await exec(process.execPath, [bin, "check", ...args], {
+      cwd,
+      // The example capability the tests' in-process `check` has too (test/support/quiet-pepr.js).
+      env: { ...process.env, ADMISSION_GUARD_EXAMPLES: EXAMPLES },
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };

@@ -11,6 +11,9 @@ import type { AdmissionReview } from "./admission";
 import type { TestCerts } from "./certs";
 import { sendHttps } from "./https";
 
+/** The example capabilities the tests run with: the jest setup registers the same in process. */
+export const EXAMPLES = "hello-pepr";
+
 export const REPO_ROOT = resolve(__dirname, "../..");
 
 /** The API server the controller talks to, and the certificate it serves its webhook with. */
@@ -38,6 +41,12 @@ export interface ControllerOptions {
    * existed (a benchmark's "before"), which would refuse the unknown variable.
    */
   imagesOff?: boolean;
+  /**
+   * Register the example capability hello-pepr (ADMISSION_GUARD_EXAMPLES; default true, as the
+   * tests' in-process `check` has it); false for the module as deployed (the benchmarks) or a
+   * bundle built before the variable existed.
+   */
+  examples?: boolean;
   /** How long to wait for /healthz 200 (default 30 s). */
   startTimeoutMs?: number;
 }
@@ -158,6 +167,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
       PEPR_WATCH_MODE: "false",
       LOG_LEVEL: "info",
       ADMISSION_GUARD_PORT: String(port),
+      // The copy-me example, registered where it teaches (capabilities/index.ts).
+      ...(options.examples === false ? {} : { ADMISSION_GUARD_EXAMPLES: EXAMPLES }),
       ...(options.imagesOff === false ? {} : IMAGES_OFF),
       ...options.env,
     },

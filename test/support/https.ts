@@ -48,3 +48,23 @@ export function sendHttps(url: string, init: HttpsRequest): Promise<HttpsReply> 
     req.end(body);
   });
 }
+
+/**
+ * A request the controller answers before reading its body, then closes the connection
+ * (lib/pepr/webhook-doors.ts): a client still writing may see the close (EPIPE, ECONNRESET) before
+ * it reads the answer, as with any server that does not drain. Sent again, a few times, until the
+ * answer is read; `sent` says how many were sent (each one the controller counted).
+ */
+export async function answerOfUnread<T>(
+  send: () => Promise<T>,
+  tries = 5,
+): Promise<{ answer: T; sent: number }> {
+  for (let sent = 1; ; sent++) {
+    try {
+      return { answer: await send(), sent };
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (sent >= tries || (code !== "EPIPE" && code !== "ECONNRESET")) throw e;
+    }
+  }
+}

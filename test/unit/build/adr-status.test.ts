@@ -7,12 +7,7 @@ import { join } from "node:path";
 const ADR_DIR = join(__dirname, "../../../docs/adr");
 
 /** Records whose status line keeps an older shape until the ADR that replaces them rewrites it. */
-const OLDER_SHAPE = new Map([
-  [
-    "0002",
-    "superseded in part by 0024 and 0025, said in prose; the binding-model ADR (issue 42) rewrites it",
-  ],
-]);
+const OLDER_SHAPE = new Map<string, string>([]);
 
 const CLAUSE =
   /^(?:accepted(?: \([^)]*\))?|superseded by (\d{4})(?:[ :(][^;]*)?|superseded in part by (\d{4}): [^;]+)$/;

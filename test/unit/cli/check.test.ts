@@ -6,6 +6,7 @@ import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { policies } from "../../../capabilities";
 import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../../hello-pepr";
 import { demoPodYaml, run, tempTree } from "./check-helpers";
+import { asArea } from "../../support/policies";
 
 const deployment = `apiVersion: apps/v1
 kind: Deployment
@@ -270,12 +271,12 @@ describe("check: reports", () => {
 
 describe("check: text report in warn mode", () => {
   it("shows violations as warnings with their fix, and notes", async () => {
-    const noting = {
+    const noting = asArea({
       name: "noting",
       description: "adds a note",
       rules: [],
       check: () => ({ changes: [], violations: [], warnings: ["quota not checked: no data"] }),
-    };
+    });
     const dir = tempTree({
       "pod.yaml": demoPodYaml("p", { deny: true }),
       "ns.json": nsList({ "admission-guard.dev/mode": "warn" }),
@@ -446,14 +447,14 @@ describe("check: errors and exit codes", () => {
   });
 
   it("reports a rule that throws as a violation, not a crash", async () => {
-    const broken = {
+    const broken = asArea({
       name: "broken",
       description: "throws",
       rules: [],
       check: () => {
         throw new Error("boom");
       },
-    };
+    });
     const dir = tempTree({ "pod.yaml": demoPodYaml("p") });
     const r = await run(["check", "-o", "json", "pod.yaml"], { cwd: dir, policies: [broken] });
     expect(r.code).toBe(1);

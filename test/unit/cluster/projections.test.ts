@@ -10,7 +10,7 @@ import type {
   V1ResourceQuota,
 } from "@kubernetes/client-node";
 import type { KubernetesObject } from "kubernetes-fluent-client";
-import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy";
+import { resourceQuotaPolicy } from "../../../capabilities/resource-quota";
 import { platformOf } from "../../../capabilities/security-context/image-user";
 import { namespaceInfoOf, SnapshotCluster } from "../../../lib/cluster/view";
 import {

@@ -26,9 +26,15 @@ import {
 } from "../../../lib/engine";
 import { recordedFixFailures, recordFixFailures } from "../../../lib/objects/fix-trace";
 import type { KubeObject } from "../../../lib/objects/pod";
-import { CONFIG_MAP, type Operation, type Policy } from "../../../lib/engine/policy";
+import {
+  CONFIG_MAP,
+  type Operation,
+  type Policy,
+  type PolicyRules,
+} from "../../../lib/engine/policy";
 import { parseSettings, type Settings } from "../../../lib/settings";
 import type { Violation } from "../../../lib/objects/verdict";
+import { asArea } from "../../support/policies";
 
 const NS = "team";
 const MODE = "admission-guard.dev/mode";
@@ -74,25 +80,26 @@ const clusterWith = (nsLabels: Record<string, string> = {}, ...objects: KubeObje
  * A policy that fixes a pod by labelling it `<name>/fixed`, and finds a violation `bad` on a pod
  * (or template) labelled `<name>/bad`.
  */
-const stub = (name: string, extra: Partial<Policy> = {}): Policy => ({
-  name,
-  description: "",
-  rules: ["bad", "worse"],
-  fix: target => {
-    const labels = (target.template.metadata.labels ??= {});
-    if (labels[`${name}/fixed`]) return [];
-    labels[`${name}/fixed`] = "true";
-    return [{ rule: "label", message: `${name} label` }];
-  },
-  check: (_obj, target) => ({
-    changes: [],
-    warnings: [],
-    violations: target?.template.metadata.labels?.[`${name}/bad`]
-      ? [{ rule: "bad", message: `${name} is bad`, fix: "remove it" }]
-      : [],
-  }),
-  ...extra,
-});
+const stub = (name: string, extra: Partial<PolicyRules> = {}): Policy =>
+  asArea({
+    name,
+    description: "",
+    rules: ["bad", "worse"],
+    fix: target => {
+      const labels = (target.template.metadata.labels ??= {});
+      if (labels[`${name}/fixed`]) return [];
+      labels[`${name}/fixed`] = "true";
+      return [{ rule: "label", message: `${name} label` }];
+    },
+    check: (_obj, target) => ({
+      changes: [],
+      warnings: [],
+      violations: target?.template.metadata.labels?.[`${name}/bad`]
+        ? [{ rule: "bad", message: `${name} is bad`, fix: "remove it" }]
+        : [],
+    }),
+    ...extra,
+  });
 
 const depsOf = (
   acting: Policy[],
@@ -319,7 +326,9 @@ describe("where a policy acts, and what is not handled", () => {
     expect(judgesObject(s, pod())).toBe(true);
     expect(judgesObject(s, deployment())).toBe(true);
     expect(judgesObject(s, configMap)).toBe(false);
-    expect(judgesObject({ ...s, extraKinds: [CONFIG_MAP] }, configMap)).toBe(true);
+    expect(judgesObject(asArea(s, [CONFIG_MAP]), configMap)).toBe(true);
+    // Only on the operations declared.
+    expect(judgesObject(asArea(s, [CONFIG_MAP]), configMap, undefined, "DELETE")).toBe(false);
     // The module's own objects are its validators', never a policy's.
     expect(judgesObject(s, exemption([{ capability: "s" }]))).toBe(false);
   });
@@ -870,19 +879,22 @@ describe("policies with only some of the steps", () => {
       metadata: { name: "cm", namespace: NS },
       data,
     });
-    const refuses = (name: string): Policy => ({
-      name,
-      description: "",
-      rules: ["no-secret"],
-      extraKinds: [CONFIG_MAP],
-      check: obj => ({
-        changes: [],
-        warnings: [],
-        violations: (obj.data as Record<string, string>)[name]
-          ? [{ rule: "no-secret", message: `${name} found`, fix: "remove it" }]
-          : [],
-      }),
-    });
+    const refuses = (name: string): Policy =>
+      asArea(
+        {
+          name,
+          description: "",
+          rules: ["no-secret"],
+          check: obj => ({
+            changes: [],
+            warnings: [],
+            violations: (obj.data as Record<string, string>)[name]
+              ? [{ rule: "no-secret", message: `${name} found`, fix: "remove it" }]
+              : [],
+          }),
+        },
+        [CONFIG_MAP],
+      );
     const a = refuses("a");
     const b = refuses("b");
     const settings = parseSettings({});

@@ -11,9 +11,10 @@ import {
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { defaultSettings, parseSettings } from "../../../lib/settings";
 import { helloPeprPolicy, HELLO_DENY_LABEL, HELLO_LABEL } from "../../../hello-pepr";
-import { imageRegistryPolicy } from "../../../capabilities/image-registry/policy";
+import { imageRegistryPolicy } from "../../../capabilities/image-registry";
 import { containersChanged, type KubeObject } from "../../../lib/objects/pod";
 import type { Policy } from "../../../lib/engine/policy";
+import { asArea } from "../../support/policies";
 
 const demoPod = (labels: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
@@ -321,17 +322,18 @@ describe("engine with workloads.mutate", () => {
 });
 
 describe("engine: one decision path", () => {
-  const stampedPolicy = (name: string): Policy => ({
-    name,
-    description: "",
-    rules: [],
-    fix: () => [{ rule: "r", message: "m", capability: "someone-else" } as never],
-    check: () => ({
-      changes: [],
-      violations: [{ rule: "v", message: "bad", fix: "f", capability: "someone-else" } as never],
-      warnings: [],
-    }),
-  });
+  const stampedPolicy = (name: string): Policy =>
+    asArea({
+      name,
+      description: "",
+      rules: [],
+      fix: () => [{ rule: "r", message: "m", capability: "someone-else" } as never],
+      check: () => ({
+        changes: [],
+        violations: [{ rule: "v", message: "bad", fix: "f", capability: "someone-else" } as never],
+        warnings: [],
+      }),
+    });
 
   it("stamps the capability on what a rule returns, whatever the rule said", async () => {
     const p = stampedPolicy("mine");
@@ -369,14 +371,14 @@ describe("engine: one decision path", () => {
   });
 
   it("a fix that throws is recorded by the mutation and denied by the validation, with the reason", async () => {
-    const throwing: Policy = {
+    const throwing: Policy = asArea({
       name: "explodes",
       description: "",
       rules: [],
       fix: () => {
         throw new Error("boom");
       },
-    };
+    });
     const deps = {
       settings: defaultSettings(),
       cluster: new SnapshotCluster([]),

@@ -4,7 +4,7 @@ import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
-import { imageRegistryPolicy } from "../../../capabilities/image-registry/policy";
+import { imageRegistryPolicy } from "../../../capabilities/image-registry";
 import { parseImage, type ImageRef } from "../../../lib/objects/image-reference";
 import {
   mirrorImage,

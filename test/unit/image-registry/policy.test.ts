@@ -4,7 +4,7 @@ import { contextFor, review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
-import { imageRegistryPolicy } from "../../../capabilities/image-registry/policy";
+import { imageRegistryPolicy } from "../../../capabilities/image-registry";
 import {
   parseImage,
   parsePrefix,

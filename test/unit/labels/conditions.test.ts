@@ -3,7 +3,7 @@
 import { carryAppLabel, checkLabels, COMPONENT_LABEL } from "../../../capabilities/labels/rules";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { contextFor, review } from "../../../lib/engine";
-import { labelsPolicy } from "../../../capabilities/labels/policy";
+import { labelsPolicy } from "../../../capabilities/labels";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
 import { NS_KEYS, parseSettings, type SettingsInput } from "../../../lib/settings";

@@ -1,4 +1,4 @@
-import { labelsPolicy } from "../../../capabilities/labels/policy";
+import { labelsPolicy } from "../../../capabilities/labels";
 import {
   APP_LABEL,
   COMPONENT_LABEL,

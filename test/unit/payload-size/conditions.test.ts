@@ -9,7 +9,7 @@ import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import { kindsInForce } from "../../../lib/workload-kinds/in-force";
 import { workloadTargets } from "../../../lib/engine/targets";
 import { helloPeprPolicy } from "../../../hello-pepr";
-import { payloadSizePolicy } from "../../../capabilities/payload-size/policy";
+import { payloadSizePolicy } from "../../../capabilities/payload-size";
 import { checkGangPayload, checkPayload } from "../../../capabilities/payload-size/rules";
 import {
   annotationBytes,

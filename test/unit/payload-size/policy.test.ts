@@ -3,7 +3,7 @@ import { review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { parseSettings, type SettingsInput } from "../../../lib/settings";
 import { formatViolation } from "../../../lib/objects/verdict";
-import { payloadSizePolicy } from "../../../capabilities/payload-size/policy";
+import { payloadSizePolicy } from "../../../capabilities/payload-size";
 import {
   annotationBytes,
   formatBytes,

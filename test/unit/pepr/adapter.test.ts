@@ -6,14 +6,14 @@ import type { KubernetesObject } from "kubernetes-fluent-client";
 import { HELLO_DENY_LABEL, HELLO_LABEL, helloPeprPolicy } from "../../../hello-pepr";
 import { SnapshotCluster, type ClusterView } from "../../../lib/cluster/view";
 import {
-  bindShared,
+  bindAdmission,
+  capabilityOf,
   configureAdmission,
   policiesOf,
-  policyActions,
-  sharedActions,
 } from "../../../lib/pepr/adapter";
 import type { KubeObject } from "../../../lib/objects/pod";
 import type { Policy } from "../../../lib/engine/policy";
+import { asArea } from "../../support/policies";
 import { defaultSettings } from "../../../lib/settings";
 
 const NS = "pepr-demo";
@@ -43,9 +43,23 @@ function request(object: KubeObject, operation = "CREATE") {
 const configure = (policies: Policy[], view: ClusterView = cluster) =>
   configureAdmission({ settings: defaultSettings(), cluster: view, policies });
 
-describe("the actions of a capability", () => {
-  const Hello = new Capability({ name: "hello-pepr", description: "test" });
-  const { mutatePod, validate } = policyActions(Hello, helloPeprPolicy);
+// The module's shared capability, bound as capabilities/admission binds it; its actions answer
+// with the policies configured.
+const Admission = new Capability({ name: "admission", description: "test" });
+bindAdmission(Admission, [helloPeprPolicy], defaultSettings().workloads);
+const ofPods = (step: "mutate" | "validate") =>
+  Admission.bindings.find(
+    b => b.kind.kind === "Pod" && (step === "mutate" ? b.isMutate : b.isValidate),
+  )!;
+const mutatePod = (req: PeprMutateRequest<KubernetesObject>) =>
+  ofPods("mutate").mutateCallback!(req);
+const validate = (req: PeprValidateRequest<KubernetesObject>) =>
+  ofPods("validate").validateCallback!(req) as Promise<{
+    allowed: boolean;
+    statusMessage?: string;
+  }>;
+
+describe("the admission actions", () => {
   beforeEach(() => configure([helloPeprPolicy]));
 
   it("mutatePod fixes Pepr's copy of the pod in place and leaves the trace", async () => {
@@ -103,18 +117,18 @@ describe("the actions of a capability", () => {
 
 describe("the capabilities `check` reads", () => {
   it("lists each capability's policy in capability order, capabilities without one left out", () => {
-    const first = new Capability({ name: "first", description: "" });
+    const p1 = asArea({ name: "first", description: "", rules: [] });
+    const p2 = asArea({ name: "second", description: "", rules: [] });
+    const second = capabilityOf(p2);
+    const first = capabilityOf(p1);
     const shared = new Capability({ name: "shared", description: "" });
-    const second = new Capability({ name: "second", description: "" });
-    const p1 = { name: "first", description: "", rules: [] };
-    const p2 = { name: "second", description: "", rules: [] };
-    policyActions(second, p2);
-    policyActions(first, p1);
     expect(policiesOf([first, shared, second])).toEqual([p1, p2]);
+    // A policy area's capability has no binding of its own: the shared admission runs it.
+    expect(first.bindings).toEqual([]);
   });
 
   it("the shared Pod validation answers for every configured policy at once", async () => {
-    const other: Policy = {
+    const other: Policy = asArea({
       name: "other",
       description: "",
       rules: [],
@@ -123,9 +137,9 @@ describe("the capabilities `check` reads", () => {
         violations: [{ rule: "always", message: "no", fix: "nothing" }],
         warnings: [],
       }),
-    };
+    });
     configure([helloPeprPolicy, other]);
-    const answer = await sharedActions().validatePod(
+    const answer = await validate(
       new PeprValidateRequest(request(pod({ [HELLO_DENY_LABEL]: "true" }))),
     );
     expect(answer.statusMessage?.split("; ").map(m => m.split(":")[0])).toEqual([
@@ -138,9 +152,7 @@ describe("the capabilities `check` reads", () => {
 });
 
 describe("a binding of a whole API group (lib/engine/routes.ts bindingsOf)", () => {
-  const Workloads = new Capability({ name: "workloads", description: "test" });
-  bindShared(Workloads, defaultSettings().workloads);
-  const apps = Workloads.bindings.find(b => b.isValidate && b.kind.group === "apps")!;
+  const apps = Admission.bindings.find(b => b.isValidate && b.kind.group === "apps")!;
   const inApps = (kind: string, labels: Record<string, string> = {}) =>
     new PeprValidateRequest({
       ...request({
@@ -163,7 +175,7 @@ describe("a binding of a whole API group (lib/engine/routes.ts bindingsOf)", () 
 
   it("is one binding, kind-less, of every kind the module declares in the group", () => {
     expect(apps.kind).toEqual({ group: "apps", version: "", kind: "", plural: "*" });
-    expect(Workloads.bindings.filter(b => b.isValidate && b.kind.group === "apps")).toHaveLength(1);
+    expect(Admission.bindings.filter(b => b.isValidate && b.kind.group === "apps")).toHaveLength(1);
   });
 
   it("passes over a kind of the group the module does not declare, without judging it", async () => {

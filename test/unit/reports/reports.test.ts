@@ -16,6 +16,7 @@ import {
 import { ReportScanner, type ReportStore } from "../../../lib/reports/scanner";
 import { ScannerOverApi } from "./support";
 import { defaultSettings, parseSettings } from "../../../lib/settings";
+import { asArea } from "../../support/policies";
 
 const NS = "ml";
 
@@ -119,7 +120,9 @@ describe("an object's results and a namespace's report", () => {
     findings: o.findings ?? [],
     judgedBy: o.judgedBy ?? [],
   });
-  const judgedBy = (name: string, rules: string[]): Policy[] => [{ name, description: "", rules }];
+  const judgedBy = (name: string, rules: string[]): Policy[] => [
+    asArea({ name, description: "", rules }),
+  ];
 
   it("says fail for what enforce would deny, warn for what only warns, skip for what is waived, error for the module's own", () => {
     const r = objectResults(pod("p"), NS, {

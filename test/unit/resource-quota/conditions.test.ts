@@ -3,7 +3,7 @@
 // fixes offered, node fit boundaries, a gang's roles, and cluster data that is missing. Cases
 // mutation testing (npm run test:mutation) found no test for.
 import type { V1ResourceQuota } from "@kubernetes/client-node";
-import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy";
+import { resourceQuotaPolicy } from "../../../capabilities/resource-quota";
 import { SnapshotCluster, type ClusterView } from "../../../lib/cluster/view";
 import { contextFor, review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { policies } from "../../../capabilities";
-import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy";
+import { resourceQuotaPolicy } from "../../../capabilities/resource-quota";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { LiveCluster } from "../../../lib/cluster/live";
 import {

@@ -8,7 +8,7 @@ import {
   checkGangCapacity,
   type CapacityRole,
 } from "../../../capabilities/resource-quota/gang-capacity";
-import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy";
+import { resourceQuotaPolicy } from "../../../capabilities/resource-quota";
 import { limitRangeDefaults, podResources } from "../../../capabilities/resource-quota/resources";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";

@@ -3,7 +3,7 @@
 import fc from "fast-check";
 import { join } from "node:path";
 import type { V1Node, V1ResourceQuota } from "@kubernetes/client-node";
-import { resourceQuotaPolicy } from "../../../capabilities/resource-quota/policy";
+import { resourceQuotaPolicy } from "../../../capabilities/resource-quota";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { review, type ContextInput } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";

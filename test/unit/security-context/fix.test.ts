@@ -1,5 +1,5 @@
 // The security-context mutation: fills what restricted needs and the user left unset, nothing else.
-import { securityContextPolicy } from "../../../capabilities/security-context/policy";
+import { securityContextPolicy } from "../../../capabilities/security-context";
 import { evaluatePod } from "../../../capabilities/security-context/checks";
 import { fixPodSecurity, scratchVolumeName } from "../../../capabilities/security-context/fix";
 import { SnapshotCluster } from "../../../lib/cluster/view";

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { defaultPod } from "../../support/admission";
-import { labelsPolicy } from "../../../capabilities/labels/policy";
-import { serviceAccountPolicy } from "../../../capabilities/service-account/policy";
+import { labelsPolicy } from "../../../capabilities/labels";
+import { serviceAccountPolicy } from "../../../capabilities/service-account";
 import {
   dedicatedServiceAccount,
   moveOffDefault,

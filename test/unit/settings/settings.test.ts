@@ -169,3 +169,58 @@ describe("settings read when the module is built", () => {
     ]);
   });
 });
+
+describe("zod's own messages", () => {
+  // The schemas are written with zod/mini (a smaller module Secret), which alone says only "Invalid
+  // input": lib/objects/zod-messages.ts sets English. These are the words classic zod said.
+  it("names the key, what was expected and the value, in English", () => {
+    expect(
+      problems(() =>
+        parseSettings({
+          mode: "bogus",
+          ignoredNamespaces: "ml",
+          securityContext: { runAsUser: 0, runAsGroup: 1.5, homePath: 7 },
+          webhooks: { failurePolicy: "fail" },
+          images: { budgetMs: 9000 },
+          labels: { enabled: "yes" },
+          serviceAccount: { allowedNames: Array.from({ length: 101 }, (_, i) => `sa-${i}`) },
+          sharedMemory: { sizeFraction: 0, defaultSizeLimit: true },
+          registries: { mirrors: [] },
+          workloads: {
+            kinds: [
+              {
+                apiVersion: "example.com/v1",
+                kind: "Run",
+                templates: [
+                  { template: "spec.template", replicas: [{ path: "spec.n", extra: 1 }] },
+                ],
+              },
+            ],
+          },
+          namespaceKeysPolicy: { adminGroups: [""] },
+          exemptions: { maxLifetimeDays: 4000 },
+          events: { perSecond: 2000 },
+          payload: { maxVolumes: -1 },
+        }),
+      ),
+    ).toEqual([
+      'mode: Invalid option: expected one of "enforce"|"warn"|"audit"|"off" (got "bogus")',
+      'ignoredNamespaces: Invalid input: expected array, received string (got "ml")',
+      "securityContext.runAsUser: Too small: expected number to be >=1 (got 0)",
+      "securityContext.runAsGroup: Invalid input: expected int, received number (got 1.5)",
+      "securityContext.homePath: Invalid input: expected string, received number (got 7)",
+      'webhooks.failurePolicy: Invalid option: expected one of "Fail"|"Ignore" (got "fail")',
+      "images.budgetMs: Too big: expected number to be <=8000 (got 9000)",
+      'labels.enabled: Invalid input: expected boolean, received string (got "yes")',
+      "serviceAccount.allowedNames: Too big: expected array to have <=100 items",
+      "sharedMemory.sizeFraction: Too small: expected number to be >0 (got 0)",
+      "sharedMemory.defaultSizeLimit: Invalid input (got true)",
+      "registries.mirrors: Invalid input: expected record, received array",
+      'unknown setting "workloads.kinds[0].templates[0].replicas[0].extra"',
+      'namespaceKeysPolicy.adminGroups[0]: Too small: expected string to have >=1 characters (got "")',
+      "exemptions.maxLifetimeDays: Too big: expected number to be <=3650 (got 4000)",
+      "events.perSecond: Too big: expected number to be <=1000 (got 2000)",
+      "payload.maxVolumes: Too small: expected number to be >=0 (got -1)",
+    ]);
+  });
+});

@@ -8,7 +8,7 @@ import {
   isGpuResource,
   SHM_VOLUME,
 } from "../../../capabilities/shared-memory/rules";
-import { sharedMemoryPolicy } from "../../../capabilities/shared-memory/policy";
+import { sharedMemoryPolicy } from "../../../capabilities/shared-memory";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { answer, mutate, recordedFixes, review } from "../../../lib/engine";
 import type { KubeObject } from "../../../lib/objects/pod";

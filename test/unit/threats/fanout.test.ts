@@ -32,8 +32,8 @@ jest.mock("kubernetes-fluent-client", () => {
   };
 });
 
-import { payloadSizePolicy } from "../../../capabilities/payload-size/policy";
-import { serviceAccountPolicy } from "../../../capabilities/service-account/policy";
+import { payloadSizePolicy } from "../../../capabilities/payload-size";
+import { serviceAccountPolicy } from "../../../capabilities/service-account";
 import {
   AccessReviews,
   MAX_REVIEWS_IN_FLIGHT,

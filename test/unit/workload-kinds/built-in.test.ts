@@ -2,7 +2,7 @@
 // the kinds the webhook binds, the objects judged as workloads, where their pod templates are read,
 // what the watcher lists and what `check` validates all follow that one list.
 import { schemaProblems } from "../../../cli/schema";
-import { sharedRoutes } from "../../../lib/engine/routes";
+import { templateKinds } from "../../../lib/engine/routes";
 import { BUILT_IN_WATCHED } from "../../../lib/reports/scan-watches";
 import { defaultSettings } from "../../../lib/settings";
 import { isWorkload, podTemplateOf, WORKLOAD_KINDS } from "../../../lib/workload-kinds/built-in";
@@ -45,10 +45,11 @@ describe("the built-in workload kinds, one list", () => {
   it.each(BUILT_IN_WORKLOADS.map(k => [k.kind, k] as const))(
     "%s: bound by the webhook, judged as a workload, its template found, validated by check",
     (_, k) => {
-      const workloads = sharedRoutes(defaultSettings().workloads).find(
-        r => r.target === "workloads",
-      )!;
-      expect(workloads.binds).toContainEqual({ group: k.group, version: k.version, kind: k.kind });
+      expect(templateKinds(defaultSettings().workloads)).toContainEqual({
+        group: k.group,
+        version: k.version,
+        kind: k.kind,
+      });
       const manifest = manifestOf(k);
       expect(isWorkload(manifest)).toBe(true);
       expect(podTemplateOf(manifest)?.spec.containers[0].name).toBe("c");
