@@ -125,6 +125,7 @@ export function applyCopy(
       // "<workdir>/." copies its contents, dotfiles too; -R without -p: the copies are the UID's
       // own (so writable by it), symlinks stay symlinks.
       command: [COPIER, "-R", `${workdir}/.`, COPY_TARGET],
+      ...copiedResources(container),
       volumeMounts: [{ name: volume, mountPath: COPY_TARGET }],
       // What restricted asks, set here: the walk that fills containers has already been made.
       securityContext: {
@@ -144,6 +145,28 @@ export function applyCopy(
     { name: volume, mountPath: workdir },
     `${ref.path}.volumeMounts`,
   );
+}
+
+/** Resources an init container may take without growing the pod's (init and app run apart). */
+const COPIED_RESOURCES = ["cpu", "memory", "ephemeral-storage"];
+
+/**
+ * The container's own cpu, memory and ephemeral-storage requests and limits: a namespace whose
+ * ResourceQuota tracks them refuses a container without them (LimitRange defaults are applied
+ * before webhooks run), and an init container no larger than the container it serves adds
+ * nothing to the pod's requests. Never a GPU or other device: the copy needs none.
+ */
+function copiedResources(container: Obj): { resources?: Obj } {
+  const resources = asObject(container.resources);
+  const out: Obj = {};
+  for (const kind of ["requests", "limits"]) {
+    const list = asObject(resources?.[kind]);
+    const kept = Object.fromEntries(
+      COPIED_RESOURCES.filter(r => list?.[r] !== undefined).map(r => [r, list![r]]),
+    );
+    if (Object.keys(kept).length) out[kind] = kept;
+  }
+  return Object.keys(out).length ? { resources: out } : {};
 }
 
 /** Whether the container's WORKDIR is the module's copy (what the check says afterwards). */

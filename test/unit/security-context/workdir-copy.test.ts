@@ -131,8 +131,14 @@ const torch = (files: ImageFiles): ImageLookup => ({
   config: { digest: "sha256:x", user: "", workingDir: "/workspace", files },
 });
 
-async function admit(pod: KubeObject, files = READABLE, labels = {}, s = defaultSettings()) {
-  const cluster = new WithImages([ns(labels)], torch(files));
+async function admit(
+  pod: KubeObject,
+  files = READABLE,
+  labels = {},
+  s = defaultSettings(),
+  more: KubeObject[] = [],
+) {
+  const cluster = new WithImages([ns(labels), ...more], torch(files));
   return review(policies, pod, { settings: s, cluster });
 }
 
@@ -171,6 +177,32 @@ describe("the copy through the engine", () => {
         'its WORKDIR /workspace belongs to root, so init container "ag-copy-main" copies it to an emptyDir mounted there',
       ),
     );
+  });
+
+  it("the init container takes the container's cpu, memory and ephemeral-storage (a quota tracking them refuses a container without), never its GPUs", async () => {
+    const resources = {
+      requests: { cpu: "2", memory: "8Gi", "nvidia.com/gpu": "1" },
+      limits: { memory: "8Gi", "ephemeral-storage": "20Gi", "nvidia.com/gpu": "1" },
+    };
+    const r = await admit(trainPod({ resources }));
+    expect((r.object as Obj).spec.initContainers[0].resources).toEqual({
+      requests: { cpu: "2", memory: "8Gi" },
+      limits: { memory: "8Gi", "ephemeral-storage": "20Gi" },
+    });
+    const bare = await admit(trainPod());
+    expect((bare.object as Obj).spec.initContainers[0].resources).toBeUndefined();
+    // A quota tracking limits.cpu and limits.memory: the pod with its copy is admitted.
+    const quota: KubeObject = {
+      apiVersion: "v1",
+      kind: "ResourceQuota",
+      metadata: { name: "team", namespace: "ml" },
+      spec: { hard: { "limits.cpu": "64", "limits.memory": "256Gi" } },
+    } as KubeObject;
+    const limits = { limits: { cpu: "2", memory: "8Gi" } };
+    const quoted = await admit(trainPod({ resources: limits }), READABLE, {}, undefined, [quota]);
+    expect((quoted.object as Obj).spec.initContainers).toHaveLength(1);
+    expect(quoted.denials).toEqual([]);
+    expect(quoted.allowed).toBe(true);
   });
 
   it("a second pass (reinvocation, or check of the admitted pod) changes nothing", async () => {
