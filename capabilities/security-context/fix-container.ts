@@ -4,6 +4,7 @@ import type { ContainerRef } from "../../lib/objects/pod";
 import { asArray, asObject, type Obj } from "./checks/helpers";
 import { securityContext, unset, type FixContext } from "./fix-context";
 import { mountScratch, normalizePath } from "./fix-scratch";
+import { applyCopy, copyDecision } from "./workdir-copy";
 
 /** Adding SYS_ADMIN makes allowPrivilegeEscalation=false invalid (the API rejects the pair). */
 const SYS_ADMIN = new Set(["CAP_SYS_ADMIN", "SYS_ADMIN"]);
@@ -65,9 +66,19 @@ export function fixContainer(ctx: FixContext, ref: ContainerRef, sc: Obj): void 
   if (!unset(mounts) && !Array.isArray(mounts)) return;
   if (!unset(volumes) && !Array.isArray(volumes)) return;
 
+  // A root image's WORKDIR this UID cannot write: a copy it can (before HOME, so that only the
+  // pod's own volumes count as "already mounted there").
+  const user = inputs.users?.get(ref.container);
+  if (identity && ref.kind === "containers") {
+    const decision = copyDecision(user, identity, container, {
+      mode: inputs.workdirCopy ?? settings.workdirCopy,
+      maxBytes: settings.workdirCopyBytes,
+    });
+    if (decision?.copy) applyCopy(ctx, ref, identity, decision.workdir);
+  }
+
   // A UID the image has no HOME for (root-built, or a named user) gets a writable one, unless the
   // container or its image says where HOME is.
-  const user = inputs.users?.get(ref.container);
   if (
     identity?.needsHome &&
     !hasEnv(container, "HOME") &&

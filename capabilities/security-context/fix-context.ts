@@ -22,6 +22,8 @@ export interface FixInputs {
   readOnlyRoot?: "off" | "fill";
   /** The level to fix to, at the policy version it evaluates (default: restricted, latest). */
   level?: LevelVersion;
+  /** Whether to copy a root image's WORKDIR (the setting, or the namespace's label). */
+  workdirCopy?: "copy" | "off";
 }
 
 /** What a level's checks require to be set, at its policy version: the fills that follow. */

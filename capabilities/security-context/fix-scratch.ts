@@ -24,7 +24,7 @@ export function mountScratch(ctx: FixContext, ref: ContainerRef, path: string, r
 }
 
 /** Whether the container already mounts something at `path` or at a directory above it. */
-function mountsCover(mounts: unknown[], path: string): boolean {
+export function mountsCover(mounts: unknown[], path: string): boolean {
   return mounts.some(m => {
     const mountPath = asObject(m)?.mountPath;
     if (typeof mountPath !== "string") return false;

@@ -4,21 +4,49 @@
 //   image user                     runs as                                    and
 //   numeric non-root (1001, 1001:1001)  its own UID (and GID when it names one)  keeps its files
 //   root, 0 or unset                runAsUser/runAsGroup of the settings       a writable HOME
-//   a name (app, ml)                runAsUser/runAsGroup of the settings       a writable HOME
-//                                   (the kubelet cannot check runAsNonRoot against a name)
+//   a name (app, ml, app:app,       the UID (and GID) its /etc/passwd and      its HOME from
+//   1001:app) the image lists       /etc/group give it                         /etc/passwd
+//   a name it does not list (or     runAsUser/runAsGroup of the settings       a writable HOME,
+//   files not read)                 (the kubelet cannot check runAsNonRoot      a warning naming
+//                                   against a name)                            it
 //   unknown (not inspected)         runAsUser/runAsGroup of the settings       a warning
 import type { V1Node } from "@kubernetes/client-node";
 import { parseImage, type ImageRef } from "../../lib/objects/image-reference";
 import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluster/view";
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
 import type { RuleContext } from "../../lib/engine/policy";
+import type { ImageFiles } from "../../lib/images/image-files";
 import { bounded } from "../../lib/images/limits";
 import { mirrorImage, mirrorsOf, registryAllowed } from "../image-registry/rules";
 
 export type ImageUser =
-  | { kind: "root"; image: string; workingDir: string; home?: string }
-  | { kind: "numeric"; image: string; uid: number; gid?: number; workingDir: string; home?: string }
-  | { kind: "named"; image: string; name: string; workingDir: string; home?: string }
+  | {
+      kind: "root";
+      image: string;
+      workingDir: string;
+      home?: string;
+      /** What its layers said of WORKDIR and a copier, when they were read (workdir-copy.ts). */
+      files?: ImageFiles;
+    }
+  | {
+      kind: "numeric";
+      image: string;
+      uid: number;
+      gid?: number;
+      workingDir: string;
+      home?: string;
+      /** The name the image's User gave, when its files put it in numbers. */
+      named?: string;
+    }
+  | {
+      kind: "named";
+      image: string;
+      name: string;
+      workingDir: string;
+      home?: string;
+      /** Why its files did not put the name in numbers (not listed, not read). */
+      note?: string;
+    }
   | { kind: "unknown"; image: string; reason: string };
 
 const NUMBER = /^\d{1,10}$/;
@@ -33,12 +61,21 @@ export const NOT_ALLOWED = "not read, its registry is not allowed";
 export function imageUserOf(image: string, lookup: ImageLookup | undefined): ImageUser {
   if (!lookup) return { kind: "unknown", image, reason: "not looked up" };
   if (lookup.state === "unknown") return { kind: "unknown", image, reason: lookup.reason };
-  const { user, workingDir, home } = lookup.config;
+  const { user, workingDir, home, files } = lookup.config;
   const [name, group] = user.split(":", 2);
   const base = { image, workingDir, home };
   if (name === "" || name === "root" || (NUMBER.test(name) && Number(name) === 0))
-    return { kind: "root", ...base };
-  if (!NUMBER.test(name)) return { kind: "named", name, ...base };
+    return { kind: "root", ...base, ...(files ? { files } : {}) };
+  // A name (or a named group) the image's own files list: its numbers, and its HOME unless the
+  // config's Env sets one (as the runtime would: Env first, then /etc/passwd).
+  if (files?.user) {
+    const { uid, gid, home: passwdHome } = files.user;
+    const withHome = { ...base, home: home ?? passwdHome };
+    if (uid === 0) return { kind: "root", ...withHome, files };
+    return { kind: "numeric", uid, gid, named: user, ...withHome };
+  }
+  if (!NUMBER.test(name))
+    return { kind: "named", name, ...base, ...(files?.note ? { note: files.note } : {}) };
   const gid = group !== undefined && NUMBER.test(group) ? Number(group) : undefined;
   return { kind: "numeric", uid: Number(name), gid, ...base };
 }

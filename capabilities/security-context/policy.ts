@@ -14,7 +14,7 @@ import {
   type RuleContext,
   type RuleViolation,
 } from "../../lib/engine/policy";
-import { NS_KEYS, READ_ONLY_ROOT } from "../../lib/settings";
+import { NS_KEYS, READ_ONLY_ROOT, WORKDIR_COPY } from "../../lib/settings";
 import { formatNote } from "../../lib/objects/verdict";
 import {
   ALL_CHECK_IDS,
@@ -35,6 +35,7 @@ import {
 import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
 import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
+import { copierName, copyDecision, isCopied } from "./workdir-copy";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
 export const DEBUG_PROFILE_FIX =
@@ -76,6 +77,7 @@ export const securityContextRules: PolicyRules = {
     const changes = fixPodSecurity(template, settings, {
       users,
       readOnlyRoot: readOnlyRootOf(ctx),
+      workdirCopy: workdirCopyOf(ctx),
       level,
     });
     // The trace names the level it fixed to, as PSA names a policy: "baseline:v1.30".
@@ -220,6 +222,14 @@ function readOnlyRootOf(ctx: RuleContext): "off" | "fill" {
     : ctx.settings.securityContext.readOnlyRootFilesystem;
 }
 
+/** The namespace's workdir-copy label, else the setting. */
+export function workdirCopyOf(ctx: RuleContext): "copy" | "off" {
+  const label = ctx.namespace?.labels[NS_KEYS.workdirCopy];
+  return (WORKDIR_COPY as readonly string[]).includes(label ?? "")
+    ? (label as "copy" | "off")
+    : ctx.settings.securityContext.workdirCopy;
+}
+
 const runAsUserOf = (sc: unknown): number | undefined => {
   const value = asObject(sc)?.runAsUser;
   return typeof value === "number" ? value : undefined;
@@ -257,6 +267,7 @@ async function imageFindings(
       uid,
       c.container.name,
       hasHome(c.container, home) ? home : undefined,
+      workdirCopied(user, uid, c.container as unknown as Obj, target, ctx),
     );
     if (!text) continue;
     if (deny && (user.kind === "root" || user.kind === "named")) {
@@ -271,6 +282,33 @@ async function imageFindings(
   return said;
 }
 
+/** What became of a root image's WORKDIR: copied by the fix, or why not (undefined: nothing to say). */
+function workdirCopied(
+  user: ImageUser | undefined,
+  uid: number,
+  container: Obj,
+  target: PodTarget,
+  ctx: RuleContext,
+): WorkdirOutcome | undefined {
+  if (user?.kind !== "root") return undefined;
+  if (isCopied(container, user.workingDir))
+    return { copied: true, by: copierName(String(container.name ?? "")) };
+  const podSc = asObject((target.template.spec as unknown as Obj | undefined)?.securityContext);
+  const gid = asObject(container.securityContext)?.runAsGroup ?? podSc?.runAsGroup;
+  const decision = copyDecision(
+    user,
+    { uid, gid: typeof gid === "number" ? gid : undefined, fromImage: false, needsHome: false },
+    container,
+    {
+      mode: workdirCopyOf(ctx),
+      maxBytes: ctx.settings.securityContext.workdirCopyBytes,
+    },
+  );
+  return decision && !decision.copy ? { copied: false, why: decision.why } : undefined;
+}
+
+export type WorkdirOutcome = { copied: true; by: string } | { copied: false; why: string };
+
 function hasHome(container: { env?: { name?: string; value?: string }[] }, home: string): boolean {
   return (container.env ?? []).some(e => e?.name === "HOME" && e.value === home);
 }
@@ -281,17 +319,20 @@ export function imageWarning(
   uid: number,
   container: string,
   home: string | undefined,
+  workdirCopy?: WorkdirOutcome,
 ): string | undefined {
   const runs = `it runs as UID ${uid} here${home ? `, with HOME=${home} on an emptyDir` : ""}`;
   const workdir =
     user.kind !== "unknown" && user.workingDir && user.workingDir !== "/"
-      ? `; its WORKDIR ${user.workingDir} was made by the image's build user, so writing there may fail`
+      ? workdirCopy?.copied
+        ? `; its WORKDIR ${user.workingDir} belongs to root, so init container "${workdirCopy.by}" copies it to an emptyDir mounted there, which that UID can write (what the job writes there goes with the pod, as in the image's own writable layer)`
+        : `; its WORKDIR ${user.workingDir} was made by the image's build user, so writing there may fail${workdirCopy ? ` (not copied to a writable emptyDir: ${workdirCopy.why})` : ""}`
       : "";
   switch (user.kind) {
     case "root":
-      return `image "${user.image}" (container "${container}") is built to run as root; ${runs}${workdir}. Fix: build the image with a numeric USER (e.g. USER ${uid}) and chown what it writes to that user; its pods then keep the image's own user`;
+      return `image "${user.image}" (container "${container}") is built to run as root; ${runs}${workdir}. Fix: build the image with a numeric USER (e.g. USER ${uid}) and chown what it writes to that user; its pods then keep the image's own user${workdirCopy && !workdirCopy.copied ? `; or mount a writable volume at ${user.workingDir}` : ""}`;
     case "named":
-      return `image "${user.image}" (container "${container}") runs as user "${user.name}", a name: the kubelet cannot check runAsNonRoot against a name, so ${runs}${workdir}. Fix: build the image with the numeric USER of "${user.name}", or set runAsUser to that UID`;
+      return `image "${user.image}" (container "${container}") runs as user "${user.name}", a name${user.note ? ` (${user.note})` : ""}: the kubelet cannot check runAsNonRoot against a name, so ${runs}${workdir}. Fix: build the image with the numeric USER of "${user.name}", or set runAsUser to that UID`;
     case "unknown":
       return `image "${user.image}" (container "${container}") was not inspected (${user.reason}): ${runs}, which may not be the user it was built for. Fix: set runAsUser to the image's own user (or let the module read the image: images.inspect)`;
     case "numeric":

@@ -6,6 +6,7 @@ import type { ImageRef } from "../objects/image-reference";
 import { budgetExhausted, imageLookupDuration, imageLookups, observeImageCaches } from "../metrics";
 import type { ImageLookupSettings } from "./settings";
 import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";
+import { LayerCache } from "./image-files";
 import { bounded, BoundedMap, MAX_CACHE_BYTES, processLimits, type LookupLimits } from "./limits";
 import {
   fetchImageConfig,
@@ -60,6 +61,12 @@ export interface InspectorOptions {
   now?: () => number;
   /** Told of each failed lookup with its bounded detail (the controller logs it). */
   onFailure?: (image: string, detail: string) => void;
+  /**
+   * Read the files of images whose User is a name (passwd, group, WORKDIR), and with rootWorkdir
+   * of root images (WORKDIR, what lies under it, /bin/cp), within these bytes per image; unset:
+   * not read.
+   */
+  files?: { maxBytes: number; maxUncompressedBytes: number; rootWorkdir?: boolean };
 }
 
 interface Expiring<T> {
@@ -72,8 +79,15 @@ export const platformKey = (p: Platform) => `${p.os}/${p.architecture}`;
 // Sizes as V8 holds strings (two bytes a character at most), plus a little for the objects.
 const ENTRY_OVERHEAD = 64;
 const configSize = (key: string, c: ImageConfig) =>
-  2 * (key.length + c.digest.length + c.user.length + c.workingDir.length + (c.home?.length ?? 0)) +
-  ENTRY_OVERHEAD;
+  2 *
+    (key.length +
+      c.digest.length +
+      c.user.length +
+      c.workingDir.length +
+      (c.home?.length ?? 0) +
+      (c.files?.note?.length ?? 0) +
+      (c.files?.user?.home?.length ?? 0)) +
+  (c.files ? 3 * ENTRY_OVERHEAD : ENTRY_OVERHEAD);
 const expiringSize = (key: string, e: Expiring<string>) =>
   2 * (key.length + e.value.length) + ENTRY_OVERHEAD;
 
@@ -93,6 +107,8 @@ export class ImageInspector {
   private readonly resolved: BoundedMap<string, Expiring<string>>;
   private readonly failures: BoundedMap<string, Expiring<string>>;
   private readonly inflight = new Map<string, Promise<ImageLookup>>();
+  /** What layers said of the files rules read, by layer digest: shared by every image. */
+  readonly layers: LayerCache;
   private readonly plainHttp: ReadonlySet<string>;
   private readonly egress: EgressPolicy;
   private readonly limits: LookupLimits;
@@ -104,6 +120,7 @@ export class ImageInspector {
     this.configs = new BoundedMap(max, bytes, configSize);
     this.resolved = new BoundedMap(max, bytes, expiringSize);
     this.failures = new BoundedMap(max, bytes, expiringSize);
+    this.layers = new LayerCache(max, bytes);
     this.plainHttp = new Set(options.plainHttp ?? []);
     this.egress = options.egress ?? egressPolicy({ plainHttp: options.plainHttp });
     this.limits = options.limits ?? processLimits;
@@ -217,6 +234,9 @@ export class ImageInspector {
         credentials: registry => own?.get(registry) ?? this.options.credentials?.(registry),
         fetch: this.options.fetch,
         signal: AbortSignal.timeout(this.options.lookupTimeoutMs ?? 10_000),
+        ...(this.options.files
+          ? { files: { ...this.options.files, cache: this.layers, ownKey: ownPart } }
+          : {}),
       });
       imageLookupDuration.observe((performance.now() - begun) / 1000);
       imageLookups.inc({ outcome: result.ok ? "fetched" : reasonClass(result.reason) });
@@ -233,10 +253,13 @@ export class ImageInspector {
       }
       this.configs.set(result.config.digest, result.config);
       this.failures.delete(key);
-      // A reference by digest names the same bytes for ever; a tag may move.
-      const expires = ref.digest
-        ? Number.POSITIVE_INFINITY
-        : now + (this.options.tagTtlMs ?? 300_000);
+      // A reference by digest names the same bytes for ever; a tag may move. Files not read for
+      // a passing reason (time, load) are tried again as soon as a failure would be.
+      const expires = result.config.files?.transient
+        ? now + (this.options.failureTtlMs ?? 30_000)
+        : ref.digest
+          ? Number.POSITIVE_INFINITY
+          : now + (this.options.tagTtlMs ?? 300_000);
       this.resolved.set(key, { value: result.config.digest, expires });
       return { state: "known", config: result.config };
     })().finally(() => {
@@ -259,6 +282,16 @@ export function imageInspectorFor(
     egress: egressPolicyOf(settings),
     budgetMs: settings.images.budgetMs,
     credentials,
+    ...(settings.images.readFiles
+      ? {
+          files: {
+            maxBytes: settings.images.layerBytes,
+            maxUncompressedBytes: settings.images.layerBytesUncompressed,
+            // A root image's WORKDIR is read only for the copy that needs it (ADR 0033).
+            rootWorkdir: settings.securityContext?.workdirCopy !== "off",
+          },
+        }
+      : {}),
     onFailure: (image, detail) =>
       log?.warn({ image, detail }, `image config not read (the image counts as unknown): ${image}`),
   });

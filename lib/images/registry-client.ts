@@ -10,6 +10,13 @@ import {
   type EgressPolicy,
   type Transport,
 } from "./egress";
+import {
+  layersOf,
+  readImageFiles,
+  filesNeeded,
+  type FilesOptions,
+  type ImageFiles,
+} from "./image-files";
 import { bounded, processLimits, type LookupLimits } from "./limits";
 
 /** What the rules read of an image config (the OCI image spec's names), each string bounded. */
@@ -20,6 +27,8 @@ export interface ImageConfig {
   workingDir: string;
   /** HOME from its Env, when it sets one (the rest of Env is not kept). */
   home?: string;
+  /** What its files say of a named User (and WORKDIR), when they were read. */
+  files?: ImageFiles;
 }
 
 export type FetchResult =
@@ -49,6 +58,8 @@ export interface ClientOptions {
   fetch?: Transport;
   /** The caps on body bytes in flight (default: the process's). */
   limits?: LookupLimits;
+  /** Read the image's files for a named User, within these bounds (unset: not read). */
+  files?: FilesOptions;
 }
 
 /** What a user is told of a failed lookup: never the registry's own words. */
@@ -322,13 +333,33 @@ export async function fetchImageConfig(
       const config = (parseJson(blob, "the config").config ?? {}) as Record<string, unknown>;
       const env = Array.isArray(config.Env) ? config.Env : [];
       const home = env.find(e => typeof e === "string" && e.startsWith("HOME="));
+      const user = field(config.User);
+      const workingDir = field(config.WorkingDir);
+      // The layers through the same session: its egress policy, credentials and deadline.
+      const filesOf = (): Promise<ImageFiles> => {
+        const layers = layersOf(manifest);
+        if (!layers) return Promise.resolve({ note: "the manifest's layer list is not valid" });
+        return readImageFiles(
+          { user, workingDir },
+          layers,
+          layer => session.get(`/blobs/${layer}`, "*/*", "a layer"),
+          options.files!,
+          held.limits,
+          options.signal,
+        );
+      };
+      const files =
+        options.files && filesNeeded({ user, workingDir }, options.files)
+          ? await filesOf()
+          : undefined;
       return {
         ok: true,
         config: {
           digest,
-          user: field(config.User),
-          workingDir: field(config.WorkingDir),
+          user,
+          workingDir,
           ...(home && home.length > 5 ? { home: field(home.slice(5)) } : {}),
+          ...(files ? { files } : {}),
         },
       };
     }

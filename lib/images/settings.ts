@@ -51,6 +51,18 @@ export const ImagesSettingsSchema = z.prefault(
     /** How long one admission request waits for its image lookups (the webhook timeout is 10 s). */
     budgetMs: z._default(z.int().check(z.gte(50), z.lte(8000)), 2000),
     /**
+     * Read /etc/passwd, /etc/group and WORKDIR from the layers of an image whose USER is a name,
+     * to run it as that user's UID and GID (issue 41).
+     */
+    readFiles: z._default(z.boolean(), true),
+    /** Compressed layer bytes read per image for its files, at most. */
+    layerBytes: z._default(z.int().check(z.gte(0), z.lte(64 * 1024 ** 3)), 1024 ** 3),
+    /** The same, after decompression (with a ratio guard against gzip bombs besides). */
+    layerBytesUncompressed: z._default(
+      z.int().check(z.gte(0), z.lte(256 * 1024 ** 3)),
+      4 * 1024 ** 3,
+    ),
+    /**
      * docker config Secrets (kubernetes.io/dockerconfigjson) in the module's namespace whose
      * credentials are used for private registries. Read at build time too: the build grants
      * `get` on exactly these Secrets (package.json pepr.env).
@@ -84,4 +96,6 @@ export type ImagesSettings = z.infer<typeof ImagesSettingsSchema>;
 export interface ImageLookupSettings {
   images: ImagesSettings;
   registries: { allowed: readonly string[]; mirrors: Readonly<Record<string, string>> };
+  /** securityContext.workdirCopy "off" everywhere: a root image's WORKDIR is not read. */
+  securityContext?: { workdirCopy: string };
 }

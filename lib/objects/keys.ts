@@ -15,6 +15,8 @@ export const NS_KEYS = {
   allowedRegistries: "admission-guard.dev/allowed-registries",
   /** Namespace label: off | fill, overriding securityContext.readOnlyRootFilesystem there. */
   readOnlyRoot: "admission-guard.dev/read-only-root-filesystem",
+  /** Namespace label: copy | off, overriding securityContext.workdirCopy there. */
+  workdirCopy: "admission-guard.dev/workdir-copy",
   /** Namespace label: gpu | all | off, overriding sharedMemory.mount there. */
   sharedMemory: "admission-guard.dev/shared-memory",
   /** Object annotation: what admission-guard changed, one capability/rule a line. */

@@ -13,6 +13,8 @@ import { WorkloadsSettingsSchema } from "../workload-kinds/schema";
 const quantityLike = z.int().check(z.nonnegative());
 const absolutePath = z.string().check(z.regex(/^\/[^\0]*$/, "must be an absolute path"));
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
+/** Whether a root image's unwritable WORKDIR is copied to an emptyDir (and the namespace label). */
+export const WORKDIR_COPY = ["copy", "off"] as const;
 /** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
 export const SHARED_MEMORY_MOUNT = ["gpu", "all", "off"] as const;
 /** A positive amount of memory, as a Kubernetes quantity of bytes: "1Gi", "512Mi". */
@@ -85,6 +87,16 @@ export const SettingsSchema = z
          * (rule image-user: rebuild with a numeric USER, or set runAsUser yourself).
          */
         rootImages: z._default(z.enum(["warn", "deny"]), "warn"),
+        /**
+         * An image built for root whose WORKDIR the configured UID cannot write: "copy" gives the
+         * container an emptyDir at WORKDIR, filled first by an init container of the same image
+         * copying WORKDIR into it (when the image has /bin/cp and WORKDIR is within
+         * workdirCopyBytes); "off" leaves it (the warning says so). A namespace label may choose.
+         * Why: docs/adr/0033-root-workdir-copied-to-an-emptydir.md
+         */
+        workdirCopy: z._default(z.enum(WORKDIR_COPY), "copy"),
+        /** WORKDIR's bytes, as its image's layers list them, copied at most. */
+        workdirCopyBytes: z._default(z.int().check(z.gte(0)), 512 * 1024 * 1024),
         /**
          * The Pod Security level of a namespace without the pod-security.kubernetes.io/enforce
          * label. "restricted" is the hardening choice; a cluster whose AdmissionConfiguration gives

@@ -2,7 +2,8 @@
 // reads each image's config from a registry of the tests' own (loopback, plain HTTP as
 // images.plainHttp allows), `check --inspect-images` reads the same and says the same, and a
 // registry that is slow or gone costs at most the budget and is never a denial by itself.
-import { ImageInspector } from "../../lib/images/inspector";
+import { imageInspectorFor } from "../../lib/images/inspector";
+import { parseSettings } from "../../lib/settings";
 import type { KubeObject } from "../../lib/objects/pod";
 import { admit } from "../support/admission";
 import { startEnvironment, type Environment } from "../support/environment";
@@ -47,7 +48,10 @@ const trainer = (image: string): KubeObject => ({
 });
 
 async function parity(pod: KubeObject) {
-  const images = new ImageInspector({ plainHttp: [registry.host], budgetMs: 5000 });
+  // As `check --inspect-images` builds it (a root image's WORKDIR is read too), with a longer budget.
+  const images = imageInspectorFor(
+    parseSettings({ images: { ...settings().images, budgetMs: 5000 } }, "test settings"),
+  );
   return checkParity(env.controller, pod, {
     objects: env.api.objects(),
     settings: settings(),

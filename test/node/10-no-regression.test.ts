@@ -3,8 +3,8 @@
 // and in one enforcing Pod Security "restricted". The rule it proves: a pod that Succeeds in a
 // restricted namespace with only the fields Pod Security asks for must still Succeed after the
 // module; and an image that can run as a non-root user runs with the module wherever it ran before.
-// An image that cannot (it writes where only its build user may) is told so at admission, with the
-// fix, and fails only on that write.
+// A root-built image writing its root-owned WORKDIR runs too: the module copies WORKDIR to an
+// emptyDir there first (ADR 0033), and says so at admission.
 //
 // Where the namespace asks for less than restricted (issue 27), the module asks no more: in a
 // namespace enforcing Pod Security "baseline", and in an unlabelled one with
@@ -155,11 +155,12 @@ describe("Kubernetes alone", () => {
         reason: "CreateContainerConfigError",
         message: expect.stringContaining("runAsNonRoot and image will run as root"),
       });
-    expect(outcome("nonroot-named", "minimal")).toMatchObject({
-      kind: "NotStarted",
-      reason: "CreateContainerConfigError",
-      message: expect.stringContaining("non-numeric user (ml)"),
-    });
+    for (const shape of ["nonroot-named", "nonroot-named-group"] as const)
+      expect(outcome(shape, "minimal")).toMatchObject({
+        kind: "NotStarted",
+        reason: "CreateContainerConfigError",
+        message: expect.stringContaining("non-numeric user (ml)"),
+      });
   });
 
   test("baseline: every image shape runs as built (Pod Security baseline asks nothing of them)", () => {
@@ -233,21 +234,30 @@ describe("with admission-guard", () => {
     );
   });
 
-  test("an image that writes where only its build user may (root-built WORKDIR, a named user) is told so at admission, and fails only on that write", () => {
-    for (const shape of ["root-built", "nonroot-named"] as const)
+  test("a named USER (and USER name:group) runs as the UID and GID its image's files give: Succeeded, unwarned (issue 41)", () => {
+    for (const shape of ["nonroot-named", "nonroot-named-group"] as const)
       for (const column of WITH_MODULE) {
         expect([shape, column, outcome(shape, column)]).toEqual([
           shape,
           column,
-          { kind: "Failed", message: expect.stringMatching(/probe failed: outputs$/) },
+          { kind: "Succeeded" },
+        ]);
+        expect((warnings.get(podName(shape, column)) ?? []).join("\n")).not.toContain("a name");
+      }
+  });
+
+  test("a root-built image writing its root-owned WORKDIR runs: an init container copies WORKDIR to an emptyDir there, said at admission (ADR 0033)", () => {
+    for (const shape of ["root-built"] as const)
+      for (const column of WITH_MODULE) {
+        expect([shape, column, outcome(shape, column)]).toEqual([
+          shape,
+          column,
+          { kind: "Succeeded" },
         ]);
         const said = (warnings.get(podName(shape, column)) ?? []).join("\n");
         expect(said).toContain(
-          shape === "root-built"
-            ? "is built to run as root; it runs as UID 1000 here, with HOME=/home/workload on an emptyDir; its WORKDIR /workspace"
-            : 'runs as user "ml", a name: the kubelet cannot check runAsNonRoot against a name',
+          'its WORKDIR /workspace belongs to root, so init container "ag-copy-probe" copies it to an emptyDir mounted there',
         );
-        expect(said).toContain("Fix: build the image with");
       }
   });
 });

@@ -53,12 +53,23 @@ export class TestRegistry {
   /** An image with this config (User, WorkingDir, Env) and one empty layer; returns its manifest digest. */
   putImage(repository: string, tag: string, config: Record<string, unknown>): string {
     const layer = Buffer.alloc(1024); // an empty tar: two zero blocks
-    const layerDigest = this.putBlob("application/vnd.oci.image.layer.v1.tar", layer);
+    const mediaType = "application/vnd.oci.image.layer.v1.tar";
+    const digest = this.putBlob(mediaType, layer);
+    return this.putManifest(repository, tag, config, [{ mediaType, digest, size: 1024 }]);
+  }
+
+  /** An image of this config and these layers (bottom first, stored or not); its manifest digest. */
+  putManifest(
+    repository: string,
+    tag: string,
+    config: Record<string, unknown>,
+    layers: { mediaType: string; digest: string; size?: number }[],
+  ): string {
     const configBody = JSON.stringify({
       architecture: "amd64",
       os: "linux",
       config,
-      rootfs: { type: "layers", diff_ids: [layerDigest] },
+      rootfs: { type: "layers", diff_ids: layers.map(l => l.digest) },
     });
     const configDigest = this.putBlob("application/vnd.oci.image.config.v1+json", configBody);
     const manifest = JSON.stringify({
@@ -69,9 +80,7 @@ export class TestRegistry {
         digest: configDigest,
         size: Buffer.byteLength(configBody),
       },
-      layers: [
-        { mediaType: "application/vnd.oci.image.layer.v1.tar", digest: layerDigest, size: 1024 },
-      ],
+      layers,
     });
     const digest = this.putBlob("application/vnd.oci.image.manifest.v1+json", manifest);
     this.tag(repository, tag, digest);

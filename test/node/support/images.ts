@@ -67,6 +67,8 @@ const sha256 = (data: Buffer | string) => createHash("sha256").update(data).dige
 const APPLETS = [
   "sh",
   "cat",
+  // The copy of a root-built image's WORKDIR runs /bin/cp (ADR 0033), as framework images have.
+  "cp",
   "echo",
   "id",
   "mkdir",

@@ -9,6 +9,8 @@
 // - nonroot-numeric: `USER 1001`, a user 1001 whose HOME and WORKDIR it owns (a well-built image);
 // - nonroot-named: `USER ml` (1002), the same but named: the kubelet cannot check runAsNonRoot on a
 //   name;
+// - nonroot-named-group: `USER ml:train` (1002, group train 2000), its WORKDIR writable only by the
+//   group train: runs only when the group is resolved too (issue 41);
 // - user-1000: `USER 1000` with group 100 and a home in /etc/passwd (the notebook images' jovyan).
 import { baseFiles, buildImage, type BuiltImage, type ImageFile, type ImageSpec } from "./images";
 
@@ -50,6 +52,7 @@ export const SHAPES = [
   "root-built-scratch",
   "nonroot-numeric",
   "nonroot-named",
+  "nonroot-named-group",
   "user-1000",
 ] as const;
 export type Shape = (typeof SHAPES)[number];
@@ -60,6 +63,7 @@ export const SHAPE_USERS: Record<Shape, string> = {
   "root-built-scratch": "no USER (root), writes only HOME, /tmp, /dev/shm, volumes",
   "nonroot-numeric": "USER 1001, owns HOME and WORKDIR",
   "nonroot-named": "USER ml (1002), owns HOME and WORKDIR",
+  "nonroot-named-group": "USER ml:train (1002:2000), WORKDIR writable by group train only",
   "user-1000": "USER 1000 (gid 100), home in /etc/passwd",
 };
 
@@ -109,7 +113,12 @@ export function shapeSpec(shape: Shape): ImageSpec {
     case "root-built-scratch":
       return {
         tags: [`localhost/${repositoryOf(shape)}:1`],
-        files: [...common(ROOT_PASSWD, ROOT_GROUP), { path: "workspace", mode: 0o755 }],
+        files: [
+          ...common(ROOT_PASSWD, ROOT_GROUP),
+          { path: "workspace", mode: 0o755 },
+          // What the job's code reads from its WORKDIR: kept by the module's copy (ADR 0033).
+          { path: "workspace/config.yaml", content: "lr: 0.1\n", mode: 0o644 },
+        ],
         config: {
           WorkingDir: "/workspace",
           Entrypoint: ["/usr/local/bin/probe"],
@@ -138,6 +147,22 @@ export function shapeSpec(shape: Shape): ImageSpec {
         },
         "ml",
       );
+    case "nonroot-named-group": {
+      const spec = nonRoot(
+        shape,
+        { name: "ml", uid: 1002, gid: 1002, group: "ml", home: "/home/ml", workdir: "/work" },
+        "ml:train",
+      );
+      // /etc/group lists train; WORKDIR is root's, writable by train (2000) only.
+      const files = spec.files.map(f =>
+        f.path === "etc/group"
+          ? { ...f, content: `${f.content}train:x:2000:ml\n` }
+          : f.path === "work"
+            ? { ...f, uid: 0, gid: 2000, mode: 0o775 }
+            : f,
+      );
+      return { ...spec, files };
+    }
     case "user-1000":
       return nonRoot(
         shape,

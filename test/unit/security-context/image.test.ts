@@ -500,3 +500,54 @@ describe("securityContext.rootImages: deny", () => {
     expect(r.warnings).toContainEqual(expect.stringContaining("is built to run as root"));
   });
 });
+
+describe("a named User the image's files put in numbers (issue 41)", () => {
+  const named = (
+    user: string,
+    files: NonNullable<Extract<ImageLookup, { state: "known" }>["config"]["files"]>,
+    home?: string,
+  ) =>
+    imageUserOf("img", {
+      state: "known",
+      config: { digest: "sha256:x", user, workingDir: "/app", home, files },
+    });
+
+  it("runs as the UID and GID its /etc/passwd and /etc/group give, with their HOME", () => {
+    const user = named("ml:train", { user: { uid: 1002, gid: 2000, home: "/home/ml" } });
+    expect(user).toEqual({
+      kind: "numeric",
+      image: "img",
+      uid: 1002,
+      gid: 2000,
+      named: "ml:train",
+      workingDir: "/app",
+      home: "/home/ml",
+    });
+    const p = onePod();
+    fix(p, [user]);
+    expect(p.spec.securityContext).toMatchObject({ runAsUser: 1002, runAsGroup: 2000 });
+    // Its own HOME, in the image: no emptyDir of ours.
+    expect(p.spec.containers[0].env).toBeUndefined();
+    expect(p.spec.volumes).toBeUndefined();
+    expect(imageWarning(user, 1002, "main", undefined)).toBeUndefined();
+  });
+
+  it("the config's HOME wins over /etc/passwd's, as the runtime's order", () => {
+    expect(named("ml", { user: { uid: 1002, home: "/home/ml" } }, "/data")).toMatchObject({
+      home: "/data",
+    });
+  });
+
+  it("a name that is UID 0 in the image is root", () => {
+    expect(named("admin", { user: { uid: 0, gid: 0 } }).kind).toBe("root");
+  });
+
+  it("a name the image does not list keeps the configured UID, with a warning naming it", () => {
+    const user = named("mlsvc", { note: `the image's /etc/passwd does not list "mlsvc"` });
+    expect(user).toMatchObject({ kind: "named", name: "mlsvc" });
+    expect(identityFor(user, settings)).toMatchObject({ uid: 1000, fromImage: false });
+    expect(imageWarning(user, 1000, "main", "/home/workload")).toContain(
+      `runs as user "mlsvc", a name (the image's /etc/passwd does not list "mlsvc"): the kubelet cannot check runAsNonRoot against a name, so it runs as UID 1000 here`,
+    );
+  });
+});
