@@ -22,11 +22,19 @@ import { ServiceAccount } from "./service-account";
  * The example capabilities, registered only where asked: ADMISSION_GUARD_EXAMPLES=hello-pepr (the
  * tests, `npm run dev:hello`). Read when the module loads, by the controller and by `check` alike.
  */
-const EXAMPLES = { "hello-pepr": HelloPepr };
+const EXAMPLES = new Map([["hello-pepr", HelloPepr]]);
 const exampleCapabilities = (process.env.ADMISSION_GUARD_EXAMPLES ?? "")
   .split(",")
-  .map(name => EXAMPLES[name.trim() as keyof typeof EXAMPLES])
-  .filter(capability => capability !== undefined);
+  .map(name => name.trim())
+  .filter(Boolean)
+  .map(name => {
+    const example = EXAMPLES.get(name);
+    if (!example)
+      throw new Error(
+        `ADMISSION_GUARD_EXAMPLES: no example capability "${name.slice(0, 64)}" (known: ${[...EXAMPLES.keys()].join(", ")})`,
+      );
+    return example;
+  });
 
 const areas = [
   ImageRegistry,
