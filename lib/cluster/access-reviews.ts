@@ -1,7 +1,14 @@
 // May a ServiceAccount get these secrets? SubjectAccessReviews, bounded in flight and by deadline,
 // answers cached a while. Why: docs/adr/0015-secret-access-warns-with-bounded-reviews.md
 import { K8s, kind } from "kubernetes-fluent-client";
-import { API_BUDGET_MS, CALL, CallSlots, describeError, withBudget } from "./api-calls";
+import {
+  API_BUDGET_MS,
+  BudgetExceeded,
+  CALL,
+  CallSlots,
+  describeError,
+  withBudget,
+} from "./api-calls";
 import { budgetExhausted, recordApiCall, recordSkipped } from "../metrics";
 import { serviceAccountUser, type SecretAccess } from "./rbac";
 import type { Logger } from "./watched-store";
@@ -80,7 +87,7 @@ export class AccessReviews {
           this.remember(`${namespace}/${serviceAccount}/${secret}`, ok, now);
         } catch (e) {
           recordApiCall(CALL.accessReview, "error", begun);
-          if (Date.now() >= deadline) cut = true;
+          if (e instanceof BudgetExceeded || Date.now() >= deadline) cut = true;
           failed++;
           lastError = e;
         } finally {

@@ -42,12 +42,18 @@ export function describeError(err: unknown): string {
   return err.message.replace(/ \[\[".*$/s, "");
 }
 
+/**
+ * A call given up at its budget (withBudget): cut by the request's deadline, not answered. Told by
+ * its class, not by the clock: a timer may fire a millisecond before Date.now() reaches the deadline.
+ */
+export class BudgetExceeded extends Error {}
+
 /** Rejects after ms with a clear message; the API call itself is left to finish or fail. */
 export function withBudget<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`${what}: no answer from the API server within ${ms} ms`)),
+      () => reject(new BudgetExceeded(`${what}: no answer from the API server within ${ms} ms`)),
       ms,
     );
   });
