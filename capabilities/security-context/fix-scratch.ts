@@ -40,9 +40,16 @@ export function scratchVolumeName(path: string): string {
       .toLowerCase()
       .replace(/[^a-z0-9]+/g, "-")
       .replace(/^-+|-+$/g, "") || "root";
-  const name = `ag-writable-${slug}`;
+  return dnsLabelOf(`ag-writable-${slug}`, path);
+}
+
+/**
+ * `name` when it is a DNS label's length (63) at most; else cut, with a hash of `key` so that two
+ * long keys sharing a prefix never get the same name. Stable across runs.
+ */
+export function dnsLabelOf(name: string, key: string): string {
   if (name.length <= 63) return name;
-  return `${name.slice(0, 54).replace(/-+$/, "")}-${fnv1a(path)}`;
+  return `${name.slice(0, 54).replace(/-+$/, "")}-${fnv1a(key)}`;
 }
 
 function fnv1a(s: string): string {

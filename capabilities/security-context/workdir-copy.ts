@@ -6,7 +6,7 @@
 import { fieldPath, type ContainerRef } from "../../lib/objects/pod";
 import { asArray, asObject, type Obj } from "./checks/helpers";
 import type { FixContext } from "./fix-context";
-import { mountsCover, normalizePath } from "./fix-scratch";
+import { dnsLabelOf, mountsCover, normalizePath } from "./fix-scratch";
 import type { Identity, ImageUser } from "./image-user";
 
 /** The copier the init container runs: exec form, no shell (WORKDIR is the registry's words). */
@@ -78,12 +78,12 @@ export function copyDecision(
 
 /** The emptyDir of one container's WORKDIR copy (per container: two images' WORKDIRs never mix). */
 export function copyVolumeName(container: string): string {
-  return `ag-workdir-${container}`.slice(0, 63).replace(/-+$/, "");
+  return dnsLabelOf(`ag-workdir-${container}`, container);
 }
 
 /** The init container that copies one container's WORKDIR. */
 export function copierName(container: string): string {
-  return `ag-copy-${container}`.slice(0, 63).replace(/-+$/, "");
+  return dnsLabelOf(`ag-copy-${container}`, container);
 }
 
 /**

@@ -4,7 +4,11 @@
 // second pass changing nothing, through the one engine (webhook and check alike).
 import { policies } from "../../../capabilities";
 import { identityFor, type ImageUser } from "../../../capabilities/security-context/image-user";
-import { copyDecision } from "../../../capabilities/security-context/workdir-copy";
+import {
+  copierName,
+  copyDecision,
+  copyVolumeName,
+} from "../../../capabilities/security-context/workdir-copy";
 import { SnapshotCluster, type ImageLookup } from "../../../lib/cluster/view";
 import { review } from "../../../lib/engine";
 import type { ImageFiles } from "../../../lib/images/image-files";
@@ -249,4 +253,15 @@ describe("the copy through the engine", () => {
     expect(volumes).toContain("ws");
     expect(volumes).not.toContain("ag-workdir-main");
   });
+});
+
+test("two long container names sharing a prefix get names of their own, each a DNS label", () => {
+  const a = `${"x".repeat(60)}-a`;
+  const b = `${"x".repeat(60)}-b`;
+  for (const nameOf of [copyVolumeName, copierName]) {
+    expect(nameOf(a)).not.toBe(nameOf(b));
+    for (const name of [nameOf(a), nameOf(b)]) expect(name).toMatch(/^[a-z0-9-]{1,63}$/);
+  }
+  // Short names stay as they were.
+  expect([copyVolumeName("main"), copierName("main")]).toEqual(["ag-workdir-main", "ag-copy-main"]);
 });
