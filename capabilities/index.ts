@@ -17,6 +17,7 @@ import { ResourceQuota } from "./resource-quota";
 import { SecurityContext } from "./security-context";
 import { SharedMemory } from "./shared-memory";
 import { ServiceAccount } from "./service-account";
+import { TeamLabel } from "./team-label";
 
 /**
  * The example capabilities, registered only where asked: ADMISSION_GUARD_EXAMPLES=hello-pepr (the
@@ -43,6 +44,8 @@ const areas = [
   SharedMemory,
   SecurityContext,
   Labels,
+  // Off unless teamLabel.enabled: the worked example of docs/add-a-capability.md.
+  TeamLabel,
   ServiceAccount,
   ResourceQuota,
   PayloadSize,

@@ -44,6 +44,17 @@ const celString = z.string().check(
   ),
 );
 
+/** A label key as the API server accepts it: an optional DNS-subdomain prefix and a name. */
+const labelKey = z
+  .string()
+  .check(
+    z.regex(
+      /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/,
+      "must be a label key (an optional DNS-subdomain prefix and /, then up to 63 letters, digits, -, _ or .)",
+    ),
+    z.maxLength(253 + 1 + 63),
+  );
+
 /** Source prefix → mirror prefix; a bad source is named by its key. */
 const mirrorMap = z.record(z.string(), registryPrefix).check(
   z.superRefine((map, ctx) => {
@@ -202,6 +213,17 @@ export const SettingsSchema = z
         sizeFraction: z._default(z.number().check(z.gt(0), z.lte(1)), 0.5),
         /** Its sizeLimit when no container has a memory limit (a quantity of bytes). */
         defaultSizeLimit: z._default(memoryQuantity, "1Gi"),
+      }),
+      {},
+    ),
+    teamLabel: z.prefault(
+      z.strictObject({
+        /** The team-label capability (the worked example of docs/add-a-capability.md): off by default. */
+        enabled: z._default(z.boolean(), false),
+        /** The label every pod carries, given the namespace's value of the same label when absent. */
+        key: z._default(labelKey, "team"),
+        /** A pod left without it: "deny", "warn" (admitted, the warning says the fix) or "off". */
+        missing: z._default(z.enum(["deny", "warn", "off"]), "warn"),
       }),
       {},
     ),

@@ -4,7 +4,38 @@
 // test/unit/build/settings-table.test.ts fails while a setting, a default or a meaning is missing.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import ts from "typescript";
 import { defaultSettings } from "../../lib/settings";
+
+/**
+ * The first sentence of each setting's doc comment in lib/settings/schema.ts, by `section.key`:
+ * what a new row's Meaning says. Only the sections written there (not those a feature exports).
+ */
+export function schemaMeanings(source: string): Map<string, string> {
+  const file = ts.createSourceFile("schema.ts", source, ts.ScriptTarget.Latest, true);
+  const meanings = new Map<string, string>();
+  const nameOf = (node: ts.PropertyAssignment) => node.name.getText(file);
+  const visit = (node: ts.Node): void => {
+    if (ts.isPropertyAssignment(node)) {
+      const comment = ts
+        .getJSDocCommentsAndTags(node)
+        .filter(ts.isJSDoc)
+        .map(doc => ts.getTextOfJSDocComment(doc.comment) ?? "")
+        .join(" ")
+        .replace(/\s+/g, " ")
+        .trim();
+      let outer: ts.Node | undefined = node.parent;
+      while (outer && !ts.isPropertyAssignment(outer)) outer = outer.parent;
+      const key = outer ? `${nameOf(outer)}.${nameOf(node)}` : nameOf(node);
+      // Its first sentence, begun in lower case as the page's meanings are.
+      const sentence = (/^(.*?)\.(\s|$)/.exec(comment)?.[1] ?? comment).trim();
+      if (sentence) meanings.set(key, sentence[0].toLowerCase() + sentence.slice(1));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return meanings;
+}
 
 /** What the generator writes in a new row's Meaning: the test refuses it until replaced. */
 export const TO_WRITE = "(to write)";
@@ -90,7 +121,11 @@ export function settingsDocProblems(
  * The page with every Default cell the schema's, and a row added for each setting it lacks: after
  * the last row of its section, or in a new `### \`section\`` table at the end of "Every setting".
  */
-export function withSettings(page: string, defaults: SettingDefault[] = settingDefaults()): string {
+export function withSettings(
+  page: string,
+  defaults: SettingDefault[] = settingDefaults(),
+  meanings: ReadonlyMap<string, string> = new Map(),
+): string {
   const lines = page.split("\n");
   const known = new Map(defaults.map(d => [d.key, d.cell]));
   for (const row of rowsOf(page)) {
@@ -101,7 +136,8 @@ export function withSettings(page: string, defaults: SettingDefault[] = settingD
   const present = new Set(rowsOf(page).map(r => r.key));
   const section = (key: string) => (key.includes(".") ? key.slice(0, key.indexOf(".")) : "");
   for (const { key, cell } of defaults.filter(d => !present.has(d.key))) {
-    const row = `| \`${key}\` | ${cell} | ${TO_WRITE} |`;
+    const meaning = (meanings.get(key) ?? TO_WRITE).replace(/\|/g, "\\|");
+    const row = `| \`${key}\` | ${cell} | ${meaning} |`;
     const last = rowsOf(lines.join("\n"))
       .filter(r => section(r.key) === section(key))
       .at(-1);
@@ -128,7 +164,12 @@ export function withSettings(page: string, defaults: SettingDefault[] = settingD
 
 async function main(): Promise<void> {
   const path = join(__dirname, "..", "..", "docs", "settings.md");
-  const written = withSettings(readFileSync(path, "utf8"));
+  const schema = readFileSync(join(__dirname, "..", "..", "lib", "settings", "schema.ts"), "utf8");
+  const written = withSettings(
+    readFileSync(path, "utf8"),
+    settingDefaults(),
+    schemaMeanings(schema),
+  );
   // Aligned as the repository's prettier aligns Markdown tables (format:check holds the page);
   // loaded here, not at the top: the test imports this file, and prettier will not load in jest.
   const prettier = await import("prettier");

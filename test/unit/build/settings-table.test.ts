@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultSettings } from "../../../lib/settings";
 import {
+  schemaMeanings,
   settingDefaults,
   settingsDocProblems,
   TO_WRITE,
@@ -74,4 +75,26 @@ test("a default may carry a remark after it, never instead of it", () => {
   expect(settingsDocProblems(page.replace("`1073741824` (1 GiB)", "1 GiB"))).toEqual([
     "`images.layerBytes`: the page says 1 GiB, the schema's default is `1073741824`",
   ]);
+});
+
+test("a new setting's meaning is the first sentence of its doc comment in the schema", () => {
+  const meanings = schemaMeanings(
+    readFileSync(join(__dirname, "../../../lib/settings/schema.ts"), "utf8"),
+  );
+  // A section's key, and a top-level one; the sentence ends at its period, begun in lower case.
+  expect(meanings.get("teamLabel.key")).toBe(
+    "the label every pod carries, given the namespace's value of the same label when absent",
+  );
+  expect(meanings.get("mode")).toBe("mode of namespaces without the mode label");
+  const settings = defaultSettings();
+  const grown = { ...settings, teamLabel: { ...settings.teamLabel, owner: "x" } };
+  const source = `const S = z.strictObject({ teamLabel: z.strictObject({
+    /** Who answers for the pod | the on-call team. More words. */
+    owner: z.string() }) });`;
+  const written = withSettings(page, settingDefaults(grown), schemaMeanings(source));
+  // A | in a meaning would end the cell: escaped.
+  expect(written).toContain(
+    "| `teamLabel.owner` | `x` | who answers for the pod \\| the on-call team |",
+  );
+  expect(settingsDocProblems(written, settingDefaults(grown))).toEqual([]);
 });

@@ -393,6 +393,10 @@ describe("the scan", () => {
       // Not evaluated on a stored pod (it is in the quota's usage already): skip, not pass.
       "a resource-quota/quota-exceeded skip",
       "a resource-quota/quota-must-specify skip",
+      // The rules of capabilities off by default (team-label): switched off, not evaluated.
+      ...policies
+        .filter(p => p.switchedBy && !defaultSettings()[p.switchedBy].enabled)
+        .flatMap(p => p.rules.map(rule => `a ${p.name}/${rule} skip`)),
     ]);
     expect(report.results.find(r => r.result === "skip")?.properties?.exemption).toBe(
       "admission-guard-exemptions/trainer",
