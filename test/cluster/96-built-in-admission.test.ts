@@ -11,6 +11,7 @@ import {
   LIMIT_RANGER_ANNOTATION,
   objectsCluster,
   TOKEN_VOLUME_PREFIX,
+  validatePodBuiltIns,
 } from "../support/built-in-admission";
 import { applyObjects, connect, defaultAccountMade, namespace } from "./support/cluster";
 import { pathOf, statusMessage } from "./support/kube-client";
@@ -95,13 +96,19 @@ function decided(p: KubeObject | undefined, refusal?: string) {
 }
 
 async function server(manifest: KubeObject) {
-  const res = await cluster.admin.create(pathOf(manifest), manifest, "?dryRun=All");
+  // The collection's path: a create is POSTed there.
+  const collection = pathOf({ ...manifest, metadata: { namespace: NS } });
+  const res = await cluster.admin.create(collection, manifest, "?dryRun=All");
   return res.status < 300 ? decided(res.body) : decided(undefined, statusMessage(res));
 }
 
+/** The same through the model: defaulting and the mutating plugins, then the validating ones. */
 function model(manifest: KubeObject, objects: KubeObject[]) {
+  const cluster = objectsCluster(objects);
   try {
-    return decided(defaultPod(manifest, NS, objectsCluster(objects)));
+    const p = defaultPod(manifest, NS, cluster);
+    const refusal = validatePodBuiltIns(p, { namespace: NS, cluster });
+    return refusal ? decided(undefined, refusal) : decided(p);
   } catch (e) {
     if (e instanceof BuiltInRefusal) return decided(undefined, e.message);
     throw e;

@@ -130,7 +130,13 @@ export function limitRangerAdmit(pod: KubeObject, ctx: BuiltInContext): string |
   // The module's own reading of LimitRanges (item defaulting, first range to default wins).
   const defaults = limitRangeDefaults(ranges as V1LimitRange[]);
   const notes: string[] = [];
-  for (const [what, c] of containersOf(pod)) {
+  // Containers first, then init containers: the order of the annotation's notes.
+  const [init, regular] = [asList(specOf(pod).initContainers), asList(specOf(pod).containers)];
+  const containers = [
+    ...regular.map(c => ["container", c] as const),
+    ...init.map(c => ["init container", c] as const),
+  ];
+  for (const [what, c] of containers) {
     const resources = (c.resources ??= {}) as { limits?: Json; requests?: Json };
     for (const [field, from] of [
       ["request", defaults.requests],

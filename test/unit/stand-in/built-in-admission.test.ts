@@ -75,7 +75,7 @@ describe("LimitRanger", () => {
       limits: { cpu: "1", memory: "1Gi" },
     });
     expect(p.metadata?.annotations?.[LIMIT_RANGER_ANNOTATION]).toBe(
-      "LimitRanger plugin set: memory request for init container copy; cpu, memory limit for init container copy; cpu, memory request for container main; cpu, memory limit for container main",
+      "LimitRanger plugin set: cpu, memory request for container main; cpu, memory limit for container main; memory request for init container copy; cpu, memory limit for init container copy",
     );
   });
 
