@@ -6,8 +6,7 @@
 import { schemaProblems } from "../../cli/schema";
 import type { KubeObject } from "../../lib/objects/pod";
 import { knownDifferences, NS, serverCases, type ServerCase } from "../support/api-server-cases";
-import { eventually } from "../support/wait";
-import { applyObjects, connect, namespace } from "./support/cluster";
+import { applyObjects, connect, defaultAccountMade, namespace } from "./support/cluster";
 import { pathOf, statusMessage } from "./support/kube-client";
 
 const cluster = connect();
@@ -15,14 +14,7 @@ afterAll(() => cluster.admin.close());
 
 beforeAll(async () => {
   await applyObjects(cluster, [namespace(NS)]);
-  // ServiceAccount admission refuses pods until the controller manager has made the account.
-  await eventually(
-    async () =>
-      expect(
-        (await cluster.admin.get(`/api/v1/namespaces/${NS}/serviceaccounts/default`)).status,
-      ).toBe(200),
-    30_000,
-  );
+  await defaultAccountMade(cluster, NS);
 });
 
 /** The server's answer to a dry-run create: accepted, or its message. */

@@ -5,10 +5,21 @@
 // serviceAccountName "default", the projected kube-api-access-xxxxx volume mounted in every
 // container, not-ready/unreachable tolerations, dnsPolicy, restartPolicy, imagePullPolicy,
 // requests copied from limits... (see defaultPod). Tests send that, not the manifest a user wrote.
+// The API server's own admission plugins around the webhooks (LimitRanger, ServiceAccount,
+// Priority, DefaultTolerationSeconds) are ./built-in-admission.ts; `admit` runs them where the API
+// server does.
 import { randomUUID } from "node:crypto";
 import { applyPatch as applyJsonPatch, deepClone, type Operation } from "fast-json-patch";
 import type { KubeObject } from "../../lib/objects/pod";
 import { WORKLOAD_KINDS } from "../../lib/workload-kinds/built-in";
+import {
+  admitPodBuiltIns,
+  builtInCluster,
+  BuiltInRefusal,
+  OPEN_CLUSTER,
+  validatePodBuiltIns,
+  type BuiltInCluster,
+} from "./built-in-admission";
 import type { Controller } from "./controller";
 import { RESOURCE_TYPES, type StandInApi } from "./stand-in-api";
 
@@ -62,7 +73,17 @@ export interface ReviewOptions {
   defaulted?: boolean;
   /** The subresource the request is for (requestSubResource too), e.g. "ephemeralcontainers". */
   subResource?: string;
+  /**
+   * The stand-in whose ServiceAccounts, PriorityClasses and LimitRanges the API server's built-in
+   * admission reads (./built-in-admission.ts). Without it: every account exists, no LimitRange,
+   * no PriorityClass but the system ones, so nothing is refused.
+   */
+  api?: StandInApi;
 }
+
+/** What the built-in admission plugins read for these options. */
+const clusterFor = (opts: ReviewOptions): BuiltInCluster =>
+  opts.api ? builtInCluster(opts.api) : OPEN_CLUSTER;
 
 export const ADMIN: UserInfo = {
   username: "kubernetes-admin",
@@ -73,8 +94,6 @@ export const REPLICASET_CONTROLLER: UserInfo = {
   uid: "6b1e8b0e-3f0a-4c53-9d56-0a1f6f7bb001",
   groups: ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
 };
-
-const SA_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 function gvkOf(obj: KubeObject) {
   const [group, version] = String(obj?.apiVersion ?? "v1").includes("/")
@@ -90,7 +109,7 @@ type Json = Record<string, unknown>;
 const asList = (x: unknown): Json[] => (Array.isArray(x) ? (x as Json[]) : []);
 
 /** Container defaults the API server fills in (every container kind). */
-function defaultContainer(c: Json, saVolume?: string): void {
+function defaultContainer(c: Json): void {
   const image = String(c.image ?? "");
   const tag = image.includes("@") ? "digest" : (image.split("/").pop() ?? "").split(":")[1];
   c.imagePullPolicy ??= !tag || tag === "latest" ? "Always" : "IfNotPresent";
@@ -100,65 +119,40 @@ function defaultContainer(c: Json, saVolume?: string): void {
   // Requests default to limits when only limits are given.
   if (resources.limits) resources.requests = { ...resources.limits, ...(resources.requests ?? {}) };
   for (const p of asList(c.ports)) p.protocol ??= "TCP";
-  if (saVolume) {
-    const mounts = (c.volumeMounts ??= []) as Json[];
-    if (!mounts.some(m => m.mountPath === SA_MOUNT_PATH))
-      mounts.push({ name: saVolume, readOnly: true, mountPath: SA_MOUNT_PATH });
-  }
 }
 
-/** Pod spec defaults; with `admission`, also what the ServiceAccount and toleration plugins add to a Pod. */
-function defaultPodSpec(spec: Json, admission: boolean): void {
+/** Pod spec defaults of the API's own defaulting (pods and pod templates alike). */
+function defaultPodSpec(spec: Json): void {
   spec.restartPolicy ??= "Always";
   spec.terminationGracePeriodSeconds ??= 30;
   spec.dnsPolicy ??= "ClusterFirst";
   spec.securityContext ??= {};
   spec.schedulerName ??= "default-scheduler";
-  let saVolume: string | undefined;
-  if (admission) {
-    spec.serviceAccountName ??= (spec.serviceAccount as string | undefined) ?? "default";
-    spec.serviceAccount = spec.serviceAccountName;
-    spec.enableServiceLinks ??= true;
-    spec.priority ??= 0;
-    spec.preemptionPolicy ??= "PreemptLowerPriority";
-    const tolerations = (spec.tolerations ??= []) as Json[];
-    for (const key of ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"])
-      if (!tolerations.some(t => t.key === key))
-        tolerations.push({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 300 });
-    if (spec.automountServiceAccountToken !== false) {
-      saVolume = `kube-api-access-${randomUUID().replace(/-/g, "").slice(0, 5)}`;
-      ((spec.volumes ??= []) as Json[]).push({
-        name: saVolume,
-        projected: {
-          defaultMode: 420,
-          sources: [
-            { serviceAccountToken: { expirationSeconds: 3607, path: "token" } },
-            { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
-            {
-              downwardAPI: {
-                items: [
-                  {
-                    path: "namespace",
-                    fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" },
-                  },
-                ],
-              },
-            },
-          ],
-        },
-      });
-    }
-  }
   for (const key of ["initContainers", "containers"])
-    for (const c of asList(spec[key])) defaultContainer(c, saVolume);
+    for (const c of asList(spec[key])) defaultContainer(c);
 }
 
-/** A Pod as the API server hands it to admission webhooks on CREATE. */
-export function defaultPod(manifest: KubeObject, namespace: string): KubeObject {
+/**
+ * A Pod as the API server hands it to the mutating webhooks on CREATE: defaulted, then through
+ * the built-in mutating admission plugins (./built-in-admission.ts) over `cluster` (default: every
+ * account exists, no LimitRange, no PriorityClass of its own). Throws BuiltInRefusal when those
+ * plugins refuse it: no webhook would ever see it.
+ */
+export function defaultPod(
+  manifest: KubeObject,
+  namespace: string,
+  cluster: BuiltInCluster = OPEN_CLUSTER,
+): KubeObject {
   const pod = deepClone(manifest) as KubeObject;
   pod.apiVersion ??= "v1";
   pod.metadata = { ...(pod.metadata ?? {}), namespace };
-  if (pod.spec && typeof pod.spec === "object") defaultPodSpec(pod.spec as Json, true);
+  if (pod.spec && typeof pod.spec === "object") {
+    defaultPodSpec(pod.spec as Json);
+    // Defaulted on Pods only (SetDefaults_Pod), so that templates do not change.
+    (pod.spec as Json).enableServiceLinks ??= true;
+    const refusal = admitPodBuiltIns(pod, { namespace, cluster });
+    if (refusal) throw new BuiltInRefusal(refusal);
+  }
   pod.status = { phase: "Pending", qosClass: qosClassOf(pod) };
   return pod;
 }
@@ -197,8 +191,7 @@ export function defaultWorkload(manifest: KubeObject, namespace: string): KubeOb
     | Json
     | undefined;
   const template = holder?.template as Json | undefined;
-  if (template?.spec && typeof template.spec === "object")
-    defaultPodSpec(template.spec as Json, false);
+  if (template?.spec && typeof template.spec === "object") defaultPodSpec(template.spec as Json);
   return obj;
 }
 
@@ -242,10 +235,14 @@ function review(
 const namespaceFor = (manifest: KubeObject, opts: ReviewOptions) =>
   opts.namespace ?? manifest?.metadata?.namespace ?? "default";
 
-/** A Pod CREATE review; the pod defaulted as the API server does unless `defaulted: false`. */
+/**
+ * A Pod CREATE review; the pod defaulted and through the built-in mutating admission as the API
+ * server does unless `defaulted: false` (throws BuiltInRefusal when those refuse it).
+ */
 export function podCreateReview(manifest: KubeObject, opts: ReviewOptions = {}): AdmissionReview {
   const namespace = namespaceFor(manifest, opts);
-  const pod = opts.defaulted === false ? manifest : defaultPod(manifest, namespace);
+  const pod =
+    opts.defaulted === false ? manifest : defaultPod(manifest, namespace, clusterFor(opts));
   return review(pod, "CREATE", null, opts, namespace);
 }
 
@@ -264,13 +261,19 @@ export function workloadReview(
   return review(object, operation, old ? fill(old) : null, opts, namespace);
 }
 
+/** The response's JSON patch operations (none without a patch). */
+function patchOf(response: AdmissionResponse): Operation[] {
+  if (!response.patch) return [];
+  if (response.patchType !== "JSONPatch")
+    throw new Error(`unexpected patchType ${response.patchType}`);
+  return JSON.parse(Buffer.from(response.patch, "base64").toString("utf8")) as Operation[];
+}
+
 /** The object after the response's JSON patch (base64 JSONPatch); the input is not changed. */
 export function applyPatch(object: KubeObject, response: AdmissionResponse): KubeObject {
   const copy = deepClone(object) as KubeObject;
-  if (!response.patch) return copy;
-  if (response.patchType !== "JSONPatch")
-    throw new Error(`unexpected patchType ${response.patchType}`);
-  const ops = JSON.parse(Buffer.from(response.patch, "base64").toString("utf8")) as Operation[];
+  const ops = patchOf(response);
+  if (!ops.length) return copy;
   return applyJsonPatch(copy, ops, true).newDocument as KubeObject;
 }
 
@@ -292,27 +295,22 @@ export interface AdmitOptions extends ReviewOptions {
   operation?: AdmissionRequest["operation"];
   oldObject?: KubeObject;
   /**
-   * The stand-in whose ServiceAccounts the API server's ServiceAccount admission checks, as it
-   * does between the mutating and the validating webhooks: a Pod CREATE whose account the stand-in
-   * does not hold is refused with the API server's own message. Without it, no such check.
-   */
-  api?: StandInApi;
-  /**
    * The module was built with workloads.mutate: its mutating webhook also receives workloads on
    * CREATE and UPDATE (by default it receives only Pod CREATE).
    */
   workloadsMutated?: boolean;
 }
 
-/** The refusal of the ServiceAccount admission plugin (kube-apiserver 1.32) for a missing account. */
-export const serviceAccountNotFound = (pod: string, namespace: string, account: string) =>
-  `pods "${pod}" is forbidden: error looking up service account ${namespace}/${account}: serviceaccount "${account}" not found`;
+export { serviceAccountNotFound } from "./built-in-admission";
 
 /**
- * What the API server does with one object: the mutating webhook (for Pod CREATE, what our
- * MutatingWebhookConfiguration matches, and workloads with `workloadsMutated`), the patch applied, with `api` the
- * ServiceAccount admission's check that the pod's account exists, then the validating webhook on
- * the patched object.
+ * What the API server does with one object. A Pod CREATE (unless `defaulted: false`): defaulting
+ * and the built-in mutating plugins, the mutating webhook, its JSON patch applied, the built-in
+ * mutating plugins again when the patch changed anything (the API server's reinvocation), the
+ * built-in validating plugins, then the validating webhook on the result; a refusal by a built-in
+ * ends it with the API server's message (./built-in-admission.ts; with `api`, over the
+ * stand-in's ServiceAccounts, PriorityClasses and LimitRanges). Workloads with `workloadsMutated`
+ * get the mutating webhook too; other requests only the validating webhook.
  */
 export async function admit(
   controller: Controller,
@@ -320,15 +318,36 @@ export async function admit(
   opts: AdmitOptions = {},
 ): Promise<AdmitResult> {
   const operation = opts.operation ?? "CREATE";
-  const first =
-    manifest?.kind === "Pod" && operation === "CREATE"
+  const podCreate = manifest?.kind === "Pod" && operation === "CREATE";
+  const builtIns = podCreate && opts.defaulted !== false;
+  let first: AdmissionReview;
+  try {
+    first = podCreate
       ? podCreateReview(manifest, opts)
       : workloadReview(manifest, operation, opts.oldObject, opts);
+  } catch (e) {
+    if (!(e instanceof BuiltInRefusal)) throw e;
+    // Refused before any webhook: what the client gets is the API server's own answer.
+    const namespace = namespaceFor(manifest, opts);
+    const refusal: AdmissionResponse = {
+      uid: "",
+      allowed: false,
+      status: { code: 403, message: e.message },
+    };
+    return {
+      request: review(manifest, operation, null, opts, namespace).request!,
+      patched: manifest,
+      validateResponse: refusal,
+      allowed: false,
+      message: e.message,
+      warnings: [],
+    };
+  }
   const request = first.request!;
   let patched = request.object as KubeObject;
   let mutateResponse: AdmissionResponse | undefined;
   const mutated =
-    (manifest?.kind === "Pod" && operation === "CREATE") ||
+    podCreate ||
     (opts.workloadsMutated &&
       (WORKLOAD_KINDS as readonly string[]).includes(String(manifest?.kind)) &&
       (operation === "CREATE" || operation === "UPDATE"));
@@ -347,11 +366,14 @@ export async function admit(
     });
     if (!mutated.allowed) return refused(mutated.status?.message ?? "");
     patched = applyPatch(patched, mutated);
-    const account = (patched.spec as { serviceAccountName?: string } | undefined)
-      ?.serviceAccountName;
-    const ns = request.namespace ?? "";
-    if (opts.api && account && !opts.api.get("ServiceAccount", account, ns))
-      return refused(serviceAccountNotFound(patched.metadata?.name ?? "", ns, account));
+    if (builtIns) {
+      const ctx = { namespace: request.namespace ?? "", cluster: clusterFor(opts) };
+      // A patch that changed the object makes the API server run its mutating plugins again.
+      const changed = patchOf(mutated).length > 0;
+      const refusal =
+        (changed ? admitPodBuiltIns(patched, ctx) : undefined) ?? validatePodBuiltIns(patched, ctx);
+      if (refusal) return refused(refusal);
+    }
   }
   const second: AdmissionReview = {
     ...first,

@@ -9,6 +9,8 @@ export interface EnvironmentOptions extends StandInOptions {
   objects?: KubeObject[];
   /** Controller environment (settingsEnv(...), LOG_LEVEL, ...). */
   env?: ControllerOptions["env"];
+  /** The controller's bundle (a module copy's); default this repository's dist/. */
+  bundle?: string;
 }
 
 export interface Environment {
@@ -22,7 +24,7 @@ export async function startEnvironment(options: EnvironmentOptions = {}): Promis
   const api = await startStandIn(options);
   let controller: Controller | undefined;
   try {
-    controller = await startController({ api, env: options.env });
+    controller = await startController({ api, env: options.env, bundle: options.bundle });
     await cachesSynced(api);
   } catch (e) {
     await controller?.stop();

@@ -17,7 +17,10 @@
 //                                                      resourceVersion once the replay is sent, then
 //                                                      periodically; with timeoutSeconds, the stream
 //                                                      ends after it
-//   POST   .../<resource>                              create (409 when it exists)
+//   POST   .../<resource>                              create (409 when it exists); a Pod goes
+//                                                      through the API server's built-in admission
+//                                                      plugins first (./built-in-admission.ts; 403
+//                                                      Forbidden with its message when they refuse)
 //   PUT    .../<resource>/<name>                       replace
 //   PATCH  .../<resource>/<name>                       application/apply-patch+yaml (server-side
 //                                                      apply: create or deep-merge), merge-patch+json
@@ -28,7 +31,7 @@
 //   GET    /api, /apis, /api/v1, /apis/<group>/<version>          discovery, from the table below
 //
 // Paths: /api/v1/... and /apis/<group>/<version>/..., namespaced as .../namespaces/<ns>/<resource>.
-// Not served: admission, field managers/conflicts, status subresources, strategic-merge semantics
+// Not served: admission webhooks, field managers/conflicts, status subresources, strategic-merge semantics
 // for lists, defaulting, validation. Authentication and authorization only with
 // `enforceRbac`: the kubeconfig's token is then a given identity (no token: system:anonymous) and
 // every resource request is authorized, as the API server does it (./authorization.ts), by
@@ -59,6 +62,12 @@ import {
   type Identity,
   type RequestAttributes,
 } from "./authorization";
+import {
+  admitPodBuiltIns,
+  builtInCluster,
+  validatePodBuiltIns,
+  type BuiltInContext,
+} from "./built-in-admission";
 import { createTestCerts, type TestCerts } from "./certs";
 import { kubeconfigYaml } from "./kubeconfig";
 import { isRecord } from "../../lib/objects/record";
@@ -122,6 +131,8 @@ export const RESOURCE_TYPES: ResourceType[] = [
     false,
   ),
   inGroup("discovery.k8s.io")("EndpointSlice", "endpointslices"),
+  // What the Priority admission plugin resolves priorityClassName with (./built-in-admission.ts).
+  inGroup("scheduling.k8s.io")("PriorityClass", "priorityclasses", false),
   // KServe's runtimes, which an InferenceService's model container is built from.
   inGroup("serving.kserve.io", "v1alpha1")("ServingRuntime", "servingruntimes"),
   inGroup("serving.kserve.io", "v1alpha1")(
@@ -705,6 +716,17 @@ export async function startStandIn(options: StandInOptions = {}): Promise<StandI
               "AlreadyExists",
               `${type.plural} "${obj.metadata!.name}" already exists`,
             );
+          if (type.kind === "Pod" && !type.group) {
+            // The built-in admission a created Pod gets (no webhooks here: nothing patches it).
+            const pod = deepClone(obj) as KubeObject;
+            const ctx: BuiltInContext = {
+              namespace: pod.metadata!.namespace!,
+              cluster: builtInCluster(api),
+            };
+            const refusal = admitPodBuiltIns(pod, ctx) ?? validatePodBuiltIns(pod, ctx);
+            if (refusal) throw new HttpError(403, "Forbidden", refusal);
+            return send(201, save(type, pod));
+          }
           return send(201, save(type, obj));
         }
         case "PUT":

@@ -8,6 +8,7 @@ import type { ControlPlaneInfo } from "./control-plane";
 import { STATE_ENV } from "./global-setup";
 import { KubeClient, pathOf, statusMessage } from "./kube-client";
 import { installModule, type InstalledModule, type InstallOptions } from "./module";
+import { eventually } from "../../support/wait";
 
 export interface Cluster extends ControlPlaneInfo {
   admin: KubeClient;
@@ -56,6 +57,17 @@ export async function applyObjects(cluster: Cluster, objects: KubeObject[]): Pro
         `applying ${obj.kind} ${obj.metadata?.name}: ${statusMessage(res) || res.text}`,
       );
   }
+}
+
+/** Waits until the controller manager has made the namespace's `default` ServiceAccount (until then ServiceAccount admission refuses pods). */
+export async function defaultAccountMade(cluster: Cluster, ns: string): Promise<void> {
+  await eventually(
+    async () =>
+      expect(
+        (await cluster.admin.get(`/api/v1/namespaces/${ns}/serviceaccounts/default`)).status,
+      ).toBe(200),
+    30_000,
+  );
 }
 
 export function namespace(

@@ -114,6 +114,7 @@ const PLURALS: Record<string, string> = {
   PodSecurityPolicy: "podsecuritypolicies",
   ResourceQuota: "resourcequotas",
   LimitRange: "limitranges",
+  PriorityClass: "priorityclasses",
   Ingress: "ingresses",
   ValidatingAdmissionPolicy: "validatingadmissionpolicies",
 };
