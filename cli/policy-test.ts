@@ -2,7 +2,7 @@
 // resources, the cluster they meet and the settings; its objects go through judgeFiles, the path
 // `check` runs (so a test and `check` cannot disagree), and each case's expected verdict, rules and
 // fields are compared with what came out. Offline, no cluster. Format: docs/policy-tests.md.
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { dirname, relative, resolve, sep } from "node:path";
 import type { KubeObject } from "../lib/objects/pod";
 import { isRecord } from "../lib/objects/record";
@@ -172,11 +172,17 @@ function findResource(ref: string, results: Checked[]): Checked | string {
   return `resource ${ref}: not among the resources judged (${judged.join(", ") || "none"})`;
 }
 
-/** A path a test file names, resolved from its folder; it must stay inside the working directory. */
-function inside(io: CliIO, testPath: string, given: string): string {
+/**
+ * A path a test file names, resolved from its folder; it must stay inside the working directory,
+ * as written and once links are followed (a link committed beside the test could point anywhere).
+ */
+async function inside(io: CliIO, testPath: string, given: string): Promise<string> {
   const abs = resolve(dirname(testPath), given);
   const root = resolve(io.cwd);
-  if (abs !== root && !abs.startsWith(root + sep))
+  const real = await realpath(abs).catch(() => abs); // a missing path is loadManifests' error
+  const realRoot = await realpath(root).catch(() => root);
+  const within = (p: string, r: string) => p === r || p.startsWith(r + sep);
+  if (!within(abs, root) || !within(real, realRoot))
     throw new UsageError(
       `"${given}" is outside the working directory ${root}: a test names files of its repository`,
     );
@@ -195,7 +201,7 @@ async function objectsOf(
   const paths: string[] = [];
   for (const entry of entries.filter(e => typeof e === "string")) {
     try {
-      paths.push(relative(io.cwd, inside(io, testPath, entry)) || ".");
+      paths.push(relative(io.cwd, await inside(io, testPath, entry)) || ".");
     } catch (e) {
       errors.push(`${field}: ${(e as Error).message}`);
     }
@@ -219,7 +225,7 @@ async function objectsOf(
 
 async function settingsOf(test: PolicyTest, shownFile: string, testPath: string, io: CliIO) {
   if (typeof test.settings === "string")
-    return loadSettings(relative(io.cwd, inside(io, testPath, test.settings)), io.cwd);
+    return loadSettings(relative(io.cwd, await inside(io, testPath, test.settings)), io.cwd);
   return parseSettings(test.settings ?? {}, `${shownFile}: settings`);
 }
 

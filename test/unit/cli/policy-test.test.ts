@@ -3,7 +3,14 @@
 // naming the case and what differed; a bad test file is an input error naming the field (exit 2);
 // the JUnit report holds hostile names exactly, escaped.
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -250,6 +257,20 @@ describe("admission-guard test: a test file is checked like check's input", () =
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("admission-guard test: tests/t.yaml: ");
     expect(r.stderr).toContain(message);
+  });
+
+  it("a link beside the test that leads outside the working directory is refused, not read", async () => {
+    const outside = tempTree({
+      "secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+    });
+    const dir = tempTree({
+      "tests/t.yaml": `${header}resources: [leak.yaml]\ncases:\n  - {name: a, resource: Secret/s, expect: {verdict: allowed}}\n`,
+    });
+    symlinkSync(join(outside, "secret.yaml"), join(dir, "tests/leak.yaml"));
+    const r = await test(["tests/t.yaml"], dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('resources: "leak.yaml" is outside the working directory');
+    expect(r.stdout).not.toContain("Secret/s");
   });
 
   it("is bounded: an oversized file is not read; too many cases are refused", async () => {
