@@ -3,7 +3,6 @@
 // fixed and what would be denied with its fix. Offline and light: no Pepr, no cluster client.
 import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
 import cfg from "../package.json";
 import { SnapshotCluster } from "../lib/cluster/view";
@@ -14,6 +13,7 @@ import { describeObject, type KubeObject } from "../lib/objects/pod";
 import type { Operation } from "../lib/engine/policy";
 import { NS_KEYS, parseSettings, SettingsError, type Settings } from "../lib/settings";
 import { withApiDefaults } from "./api-defaults";
+import { commandArgs, startCommand, UsageError } from "./command";
 import type { CliIO } from "./io";
 import {
   describeSource,
@@ -62,8 +62,6 @@ Options:
 Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or parse errors.
 `;
 
-export class UsageError extends Error {}
-
 const OUTPUT_FORMATS = ["text", "json", "policyreport"] as const;
 type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
@@ -80,27 +78,16 @@ interface CheckOptions {
 }
 
 export function parseCheckArgs(argv: string[]): CheckOptions {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        namespace: { type: "string", short: "n", default: "default" },
-        settings: { type: "string" },
-        cluster: { type: "string", multiple: true, default: [] },
-        operation: { type: "string", default: "CREATE" },
-        output: { type: "string", short: "o", default: "text" },
-        fix: { type: "boolean", default: false },
-        "inspect-images": { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = commandArgs(argv, {
+    namespace: { type: "string", short: "n", default: "default" },
+    settings: { type: "string" },
+    cluster: { type: "string", multiple: true, default: [] },
+    operation: { type: "string", default: "CREATE" },
+    output: { type: "string", short: "o", default: "text" },
+    fix: { type: "boolean", default: false },
+    "inspect-images": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  });
   const operation = values.operation.toUpperCase();
   if (operation !== "CREATE" && operation !== "UPDATE")
     throw new UsageError(`--operation must be CREATE or UPDATE, not "${values.operation}"`);
@@ -125,7 +112,7 @@ export function parseCheckArgs(argv: string[]): CheckOptions {
 }
 
 /** Reads --settings; a bad file or a bad setting is an error naming it. */
-async function loadSettings(file: string | undefined, cwd: string): Promise<Settings> {
+export async function loadSettings(file: string | undefined, cwd: string): Promise<Settings> {
   if (!file) return parseSettings({}, "defaults");
   let text: string;
   try {
@@ -185,20 +172,113 @@ function forCommit(fixed: KubeObject, original: KubeObject): KubeObject {
   return copy;
 }
 
+/** What `check` and `test` judge objects with: the settings, the cluster, the request. */
+export interface JudgeInput {
+  /** The --cluster snapshot's objects. */
+  clusterObjects: KubeObject[];
+  settings: Settings;
+  operation: Operation;
+  /** The namespace of objects that have none. */
+  namespace: string;
+  inspectImages: boolean;
+  io: CliIO;
+}
+
+/**
+ * Every object of the files through review(), as the webhook would judge it: refused first when the
+ * API server would refuse it (an error, no verdict), else a result. The one path `check` and `test`
+ * share, so they cannot disagree. Errors name the file and document.
+ */
+export async function judgeFiles(
+  files: Pick<ManifestFile, "objects">[],
+  input: JudgeInput,
+): Promise<{ results: Checked[]; errors: string[]; cluster: SnapshotCluster }> {
+  const { clusterObjects, settings, io } = input;
+  // Namespaces created by the manifests themselves count as cluster objects, unless the snapshot
+  // already has them (then the snapshot is what the cluster really holds).
+  const known = new Set(
+    clusterObjects.filter(o => o.kind === "Namespace").map(o => o.metadata?.name),
+  );
+  const inputObjects = files.flatMap(f => f.objects.map(o => o.object));
+  const inputNamespaces = inputObjects.filter(
+    o => o.kind === "Namespace" && !known.has(o.metadata?.name),
+  );
+  // So are the DRA objects applied with them (a ResourceClaimTemplate next to the Deployment that
+  // uses it), unless the snapshot holds that kind: then it says what the cluster has.
+  const draKinds = new Set(["ResourceClaimTemplate", "DeviceClass", "ResourceSlice"]);
+  const snapshotKinds = new Set(clusterObjects.map(o => o.kind));
+  const inputDra = inputObjects
+    .filter(
+      o =>
+        draKinds.has(String(o.kind)) &&
+        !snapshotKinds.has(o.kind) &&
+        String(o.apiVersion ?? "").startsWith("resource.k8s.io/"),
+    )
+    // A template without a namespace lands in the one -n names, as kubectl apply puts it.
+    .map(o =>
+      o.kind === "ResourceClaimTemplate" && !o.metadata?.namespace
+        ? { ...o, metadata: { ...o.metadata, namespace: input.namespace } }
+        : o,
+    );
+  // So are KServe's runtimes applied with an InferenceService (its model container is built from one).
+  const inputRuntimes = inputObjects
+    .filter(
+      o =>
+        RUNTIME_KINDS.has(String(o.kind)) &&
+        String(o.apiVersion ?? "").startsWith("serving.kserve.io/"),
+    )
+    .map(o =>
+      o.kind === "ServingRuntime" && !o.metadata?.namespace
+        ? { ...o, metadata: { ...o.metadata, namespace: input.namespace } }
+        : o,
+    )
+    .filter(o => !clusterObjects.some(c => sameObject(c, o)));
+  const cluster = new SnapshotCluster(
+    [...clusterObjects, ...inputNamespaces, ...inputDra, ...inputRuntimes],
+    io.rbac,
+    input.inspectImages
+      ? imageInspectorFor(settings, undefined, localDockerCredentials(io.env))
+      : undefined,
+    // The uuid the install labels its Exemptions namespace with, as the controller reads it.
+    cfg.pepr.uuid,
+  );
+
+  const results: Checked[] = [];
+  const errors: string[] = [];
+  for (const file of files) {
+    for (const { source, object } of file.objects) {
+      // What the API server would refuse is an input error, not a verdict: no rule runs on it.
+      const refused = schemaProblems(object);
+      if (refused.length) {
+        for (const problem of refused)
+          errors.push(`${describeSource(source)}: ${describeObject(object)}: ${problem}`);
+        continue;
+      }
+      try {
+        const r = await review(
+          io.policies,
+          withApiDefaults(object),
+          {
+            settings,
+            cluster,
+            operation: input.operation,
+            namespace: CLUSTER_SCOPED.has(object.kind ?? "") ? "" : input.namespace,
+          },
+          io.validators,
+        );
+        results.push({ source, input: object, review: r });
+      } catch (e) {
+        errors.push(`${describeSource(source)}: ${(e as Error).message}`);
+      }
+    }
+  }
+  return { results, errors, cluster };
+}
+
 export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const err = (line: string) => io.stderr.write(line + "\n");
-  let opts: CheckOptions;
-  try {
-    opts = parseCheckArgs(argv);
-  } catch (e) {
-    err(`admission-guard check: ${(e as Error).message}`);
-    err("Run admission-guard check --help for usage.");
-    return 2;
-  }
-  if (opts.help) {
-    io.stdout.write(CHECK_USAGE);
-    return 0;
-  }
+  const opts = startCommand("check", CHECK_USAGE, () => parseCheckArgs(argv), io);
+  if (typeof opts === "number") return opts;
   let settings: Settings;
   try {
     settings = await loadSettings(opts.settingsFile, io.cwd);
@@ -218,95 +298,20 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
     for (const e of clusterErrors) err(`admission-guard check: --cluster ${e}`);
     return 2;
   }
-  const clusterObjects = clusterFiles.flatMap(f => f.objects.map(o => o.object));
-
   const files = await load(opts.inputs);
   const errors = files.flatMap(f => f.errors);
   for (const e of errors) err(`admission-guard check: ${e}`);
 
-  // Namespaces created by the manifests themselves count as cluster objects, unless the snapshot
-  // already has them (then the snapshot is what the cluster really holds).
-  const known = new Set(
-    clusterObjects.filter(o => o.kind === "Namespace").map(o => o.metadata?.name),
-  );
-  const inputNamespaces = files
-    .flatMap(f => f.objects.map(o => o.object))
-    .filter(o => o.kind === "Namespace" && !known.has(o.metadata?.name));
-  // So are the DRA objects applied with them (a ResourceClaimTemplate next to the Deployment that
-  // uses it), unless the snapshot holds that kind: then it says what the cluster has.
-  const draKinds = new Set(["ResourceClaimTemplate", "DeviceClass", "ResourceSlice"]);
-  const snapshotKinds = new Set(clusterObjects.map(o => o.kind));
-  const inputDra = files
-    .flatMap(f => f.objects.map(o => o.object))
-    .filter(
-      o =>
-        draKinds.has(String(o.kind)) &&
-        !snapshotKinds.has(o.kind) &&
-        String(o.apiVersion ?? "").startsWith("resource.k8s.io/"),
-    )
-    // A template without a namespace lands in the one -n names, as kubectl apply puts it.
-    .map(o =>
-      o.kind === "ResourceClaimTemplate" && !o.metadata?.namespace
-        ? { ...o, metadata: { ...o.metadata, namespace: opts.namespace } }
-        : o,
-    );
-  // So are KServe's runtimes applied with an InferenceService (its model container is built from one).
-  const inputRuntimes = files
-    .flatMap(f => f.objects.map(o => o.object))
-    .filter(
-      o =>
-        RUNTIME_KINDS.has(String(o.kind)) &&
-        String(o.apiVersion ?? "").startsWith("serving.kserve.io/"),
-    )
-    .map(o =>
-      o.kind === "ServingRuntime" && !o.metadata?.namespace
-        ? { ...o, metadata: { ...o.metadata, namespace: opts.namespace } }
-        : o,
-    )
-    .filter(o => !clusterObjects.some(c => sameObject(c, o)));
-  const cluster = new SnapshotCluster(
-    [...clusterObjects, ...inputNamespaces, ...inputDra, ...inputRuntimes],
-    io.rbac,
-    opts.inspectImages
-      ? imageInspectorFor(settings, undefined, localDockerCredentials(io.env))
-      : undefined,
-    // The uuid the install labels its Exemptions namespace with, as the controller reads it.
-    cfg.pepr.uuid,
-  );
-
-  const results: Checked[] = [];
-  let internalErrors = 0;
-  for (const file of files) {
-    for (const { source, object } of file.objects) {
-      // What the API server would refuse is an input error, not a verdict: no rule runs on it.
-      const refused = schemaProblems(object);
-      if (refused.length) {
-        for (const problem of refused) {
-          const line = `${describeSource(source)}: ${describeObject(object)}: ${problem}`;
-          errors.push(line);
-          err(`admission-guard check: ${line}`);
-        }
-        continue;
-      }
-      try {
-        const r = await review(
-          io.policies,
-          withApiDefaults(object),
-          {
-            settings,
-            cluster,
-            operation: opts.operation,
-            namespace: CLUSTER_SCOPED.has(object.kind ?? "") ? "" : opts.namespace,
-          },
-          io.validators,
-        );
-        results.push({ source, input: object, review: r });
-      } catch (e) {
-        internalErrors++;
-        err(`admission-guard check: ${describeSource(source)}: ${(e as Error).message}`);
-      }
-    }
-  }
+  const judged = await judgeFiles(files, {
+    clusterObjects: clusterFiles.flatMap(f => f.objects.map(o => o.object)),
+    settings,
+    operation: opts.operation,
+    namespace: opts.namespace,
+    inspectImages: opts.inspectImages,
+    io,
+  });
+  for (const e of judged.errors) err(`admission-guard check: ${e}`);
+  const { results, cluster } = judged;
 
   // With --fix on stdin, stdout carries the fixed YAML, so the report moves to stderr.
   const fixesToStdout = opts.fix && files.some(f => f.file === STDIN);
@@ -323,7 +328,7 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
 
   if (opts.fix) await writeFixes(files, results, io, line => report.write(line + "\n"));
 
-  if (errors.length || internalErrors) return 2;
+  if (errors.length || judged.errors.length) return 2;
   return results.some(c => !c.review.allowed) ? 1 : 0;
 }
 

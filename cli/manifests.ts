@@ -174,6 +174,8 @@ async function manifestsUnder(dir: string): Promise<string[]> {
 export interface LoadOptions {
   cwd: string;
   readStdin: () => Promise<string>;
+  /** A larger file is an error, not read (`test` bounds what a test file may make it read). */
+  maxFileBytes?: number;
 }
 
 /**
@@ -213,6 +215,12 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
       // Shown as the user named it: the path given, or the given directory joined with the rest.
       const shown = file === abs ? given : join(given, relative(abs, file));
       try {
+        const max = opts.maxFileBytes;
+        const size = max === undefined ? 0 : (await stat(file)).size;
+        if (max !== undefined && size > max) {
+          failed(shown, `${size} bytes, more than the ${max} a file may have`);
+          continue;
+        }
         out.push(parseManifest(await readFile(file, "utf8"), shown, file));
       } catch (e) {
         failed(shown, `cannot read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
