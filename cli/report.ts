@@ -7,6 +7,7 @@ import { isPod, type KubeObject } from "../lib/objects/pod";
 import type { Policy } from "../lib/engine/policy";
 import { buildReport, objectResults, type ObjectResults } from "../lib/reports/policy-report";
 import { describeSource, type Source } from "./manifests";
+import { POLICY_TEST_KIND } from "./policy-test-format";
 
 export interface Checked {
   source: Source;
@@ -111,7 +112,9 @@ export function textSummary(results: Checked[], style: Style): string {
   const denied = handled.filter(c => !c.review.allowed).length;
   const fixed = handled.filter(c => c.review.changes.length).length;
   const skipped = new Map<string, number>();
-  for (const c of results.filter(c => !c.review.handled)) {
+  // The module's own test files, met when `check` walks a folder that holds them (examples/).
+  const policyTests = results.filter(c => !c.review.handled && c.review.kind === POLICY_TEST_KIND);
+  for (const c of results.filter(c => !c.review.handled && !policyTests.includes(c))) {
     const kind = c.review.kind || "(no kind)";
     skipped.set(kind, (skipped.get(kind) ?? 0) + 1);
   }
@@ -122,8 +125,14 @@ export function textSummary(results: Checked[], style: Style): string {
   ];
   if (skipped.size) {
     const kinds = [...skipped].map(([k, n]) => (n > 1 ? `${k} x${n}` : k)).join(", ");
-    parts.push(`${results.length - handled.length} not handled by admission-guard (${kinds})`);
+    parts.push(
+      `${results.length - handled.length - policyTests.length} not handled by admission-guard (${kinds})`,
+    );
   }
+  if (policyTests.length)
+    parts.push(
+      `${policyTests.length} policy test file${policyTests.length === 1 ? "" : "s"} (run by admission-guard test)`,
+    );
   return `${results.length} object${results.length === 1 ? "" : "s"}: ${parts.join(", ")}`;
 }
 

@@ -267,6 +267,17 @@ describe("check: reports", () => {
     const tty = await run(["check", "all.yaml"], { cwd: dir, tty: true });
     expect(tty.stdout).toContain("\u001b[31mDENIED");
   });
+
+  it("a folder that holds policy test files too (examples/): they are named as such, not judged", async () => {
+    const policyTest =
+      "apiVersion: admission-guard.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: t}\n";
+    const dir = tempTree({ "pod.yaml": demoPodYaml("ok"), "tests/t.yaml": policyTest });
+    const r = await run(["check", "."], { cwd: dir });
+    expect(r.stdout).toMatch(
+      /2 objects: 1 checked, 0 denied, 1 with fixes, 1 policy test file \(run by admission-guard test\)\n$/,
+    );
+    expect(r.stdout).not.toContain("not handled");
+  });
 });
 
 describe("check: text report in warn mode", () => {
