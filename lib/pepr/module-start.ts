@@ -13,7 +13,7 @@ import { imageInspectorFor } from "../images/inspector";
 import { installReviewMetrics, serveWithPepr } from "./metrics-serve";
 import { installLinearClone } from "./clone";
 import { installBoundedLog } from "./bounded-log";
-import { LiveReportStore, writeEvent } from "../reports/live-store";
+import { liveReportStore, writeEvent } from "../reports/live-store";
 import { ReportScanner } from "../reports/scanner";
 import { ScanWatches, watchIgnoredNamespaces, whenListed } from "../reports/scan-watches";
 import { configureBackground } from "../reports/watcher";
@@ -232,7 +232,7 @@ export function startBackground(deps: ModuleDeps, role: ModuleRole): void {
     log: Log,
   });
   const scanner = reports.enabled
-    ? new ReportScanner(() => deps, new LiveReportStore(), {
+    ? new ReportScanner(() => deps, liveReportStore(reports.api, Log), {
         intervalMs: reports.intervalSeconds * 1000,
         maxResults: reports.maxResults,
         // Judging again reads the objects again: the scan keeps none.
