@@ -11,7 +11,6 @@ import {
   chooseApis,
   describeApi,
   FanOutStore,
-  storeWhenChosen,
   WGPOLICYK8S,
   type ReportApi,
   type ReportsApiSetting,
@@ -84,24 +83,27 @@ interface Log {
   warn: (o: object, m: string) => void;
 }
 
-/** The store of setting reports.api: the default's at once, the others once discovery answered. */
-export function liveReportStore(setting: ReportsApiSetting, log: Log): ReportStore {
+/**
+ * The store of setting reports.api: the default's at once, the others once discovery answered;
+ * undefined when no API it names is served (each said once).
+ */
+export async function liveReportStore(
+  setting: ReportsApiSetting,
+  log: Log,
+): Promise<ReportStore | undefined> {
   if (!apisToDiscover(setting).length) return new LiveReportStore();
-  const chosen = (async () => {
-    const found = new Map<ReportApi, boolean | undefined>();
-    for (const api of apisToDiscover(setting)) found.set(api, await served(api));
-    const { write, notServed } = chooseApis(setting, api => found.get(api));
-    for (const api of notServed)
-      log.warn(
-        { api: describeApi(api), setting: `reports.api=${setting}` },
-        `reports: the API server does not serve ${describeApi(api)}: no reports are written there (${api.install}, then restart the watcher)`,
-      );
-    if (write.length) log.info({ apis: write.map(describeApi) }, "reports: writing to");
-    if (!write.length) return undefined;
-    const stores = write.map(api => new LiveReportStore(api));
-    return stores.length === 1 ? stores[0] : new FanOutStore(stores);
-  })();
-  return storeWhenChosen(chosen);
+  const found = new Map<ReportApi, boolean | undefined>();
+  for (const api of apisToDiscover(setting)) found.set(api, await served(api));
+  const { write, notServed } = chooseApis(setting, api => found.get(api));
+  for (const api of notServed)
+    log.warn(
+      { api: describeApi(api), setting: `reports.api=${setting}` },
+      `reports: the API server does not serve ${describeApi(api)}: no reports are written there (${api.install}, then restart the watcher)`,
+    );
+  if (!write.length) return undefined;
+  log.info({ apis: write.map(describeApi) }, "reports: writing to");
+  const stores = write.map(api => new LiveReportStore(api));
+  return stores.length === 1 ? stores[0] : new FanOutStore(stores);
 }
 
 export async function writeEvent(event: CoreEvent): Promise<void> {

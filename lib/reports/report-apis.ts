@@ -98,15 +98,3 @@ export class FanOutStore implements ReportStore {
     if (failed) throw failed.reason;
   }
 }
-
-/**
- * A store known once discovery answered (the scan starts before). With no API to write to it
- * reads nothing and writes nothing: the watcher said why, once.
- */
-export function storeWhenChosen(chosen: Promise<ReportStore | undefined>): ReportStore {
-  return {
-    read: async namespace => (await chosen)?.read(namespace),
-    write: async report => (await chosen)?.write(report),
-    remove: async namespace => (await chosen)?.remove(namespace),
-  };
-}

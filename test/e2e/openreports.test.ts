@@ -143,7 +143,7 @@ describe("reports.api", () => {
     expect(watcher.logs()).not.toMatch(/could not write the namespace's PolicyReport/);
   });
 
-  it("openreports alone, not served: said once, nothing written, the watcher keeps running", async () => {
+  it("openreports alone, not served: said once, nothing written or judged, the watcher keeps running", async () => {
     const { api, watcher } = await start("openreports", { notServed: [OPENREPORTS] });
     await eventually(() => {
       if (!/does not serve reports\.openreports\.io/.test(watcher.logs()))
@@ -164,5 +164,7 @@ describe("reports.api", () => {
     expect(watcher.logs().match(/does not serve reports\.openreports\.io/g)).toHaveLength(1);
     expect(requestsTo(api, OPENREPORTS)).toHaveLength(1);
     expect(policyReportOf(api)).toBeUndefined();
+    // No report to write, no scan: only the Pods the Events need are watched, no workload kind.
+    expect([api.watching("Pod"), api.watching("Deployment")]).toEqual([1, 0]);
   });
 });

@@ -15,7 +15,6 @@ import {
   chooseApis,
   FanOutStore,
   OPENREPORTS,
-  storeWhenChosen,
   WGPOLICYK8S,
   type ReportApi,
 } from "../../../lib/reports/report-apis";
@@ -226,22 +225,5 @@ describe("one scan, both APIs", () => {
     await scanner.observe(pod("new", false));
     await written(scanner);
     expect(reports.stored.get(NS)?.results).toEqual(policyReports.stored.get(NS)?.results);
-  });
-});
-
-describe("a store chosen once discovery answered", () => {
-  it("waits for the choice; with no API to write to, reads and writes nothing", async () => {
-    const none = storeWhenChosen(Promise.resolve(undefined));
-    await expect(none.read(NS)).resolves.toBeUndefined();
-    await expect(none.write(buildReport(NS, objects, 10, 1))).resolves.toBeUndefined();
-
-    let choose!: (s: ReportStore) => void;
-    const later = storeWhenChosen(new Promise<ReportStore>(resolve => (choose = resolve)));
-    const reports = new ApiStore(OPENREPORTS);
-    const write = later.write(buildReport(NS, objects, 10, 1));
-    expect(reports.writes).toBe(0);
-    choose(reports);
-    await write;
-    expect(reports.stored.get(NS)?.kind).toBe("Report");
   });
 });
