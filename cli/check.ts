@@ -32,6 +32,7 @@ import {
   toJson,
   type Checked,
 } from "./report";
+import { OPENREPORTS, WGPOLICYK8S } from "../lib/reports/report-apis";
 import { schemaProblems } from "./schema";
 
 export const CHECK_USAGE = `Usage: admission-guard check [options] FILE|DIR|- ...
@@ -48,9 +49,10 @@ Options:
                            ServiceAccounts, RBAC, Exemptions, KServe's ServingRuntimes and
                            ClusterServingRuntimes. Repeatable.
       --operation OP       CREATE (default) or UPDATE
-  -o, --output FORMAT      text (default), json (one object per line), or policyreport (a
+  -o, --output FORMAT      text (default), json (one object per line), policyreport (a
                            wgpolicyk8s.io/v1alpha2 PolicyReport per namespace, as YAML: what the
-                           watcher writes in the cluster for the objects that run)
+                           watcher writes in the cluster for the objects that run), or
+                           openreports (the same as openreports.io/v1alpha1 Reports)
       --fix                write the fixed manifests back to their files (stdin: to stdout)
       --inspect-images     read each image's config (User, WorkingDir, Env) from its registry,
                            as the webhook does (settings images.plainHttp, images.budgetMs);
@@ -62,7 +64,7 @@ Options:
 Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or parse errors.
 `;
 
-const OUTPUT_FORMATS = ["text", "json", "policyreport"] as const;
+const OUTPUT_FORMATS = ["text", "json", "policyreport", "openreports"] as const;
 type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 interface CheckOptions {
@@ -318,8 +320,9 @@ export async function runCheck(argv: string[], io: CliIO): Promise<number> {
   const report = fixesToStdout ? io.stderr : io.stdout;
   if (opts.output === "json") {
     for (const c of results) report.write(JSON.stringify(toJson(c)) + "\n");
-  } else if (opts.output === "policyreport") {
-    report.write(policyReportsYaml(results, { settings, cluster, policies: io.policies }));
+  } else if (opts.output === "policyreport" || opts.output === "openreports") {
+    const api = opts.output === "openreports" ? OPENREPORTS : WGPOLICYK8S;
+    report.write(policyReportsYaml(results, { settings, cluster, policies: io.policies }, api));
   } else {
     const style = styleFor(Boolean(report.isTTY) && !io.env.NO_COLOR);
     for (const c of results.filter(c => c.review.handled)) report.write(textBlock(c, style) + "\n");

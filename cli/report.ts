@@ -6,6 +6,7 @@ import { fixedNotesOf, pendingWarnings, type ContextInput, type Review } from ".
 import { isPod, type KubeObject } from "../lib/objects/pod";
 import type { Policy } from "../lib/engine/policy";
 import { buildReport, objectResults, type ObjectResults } from "../lib/reports/policy-report";
+import { WGPOLICYK8S, type ReportApi } from "../lib/reports/report-apis";
 import { describeSource, type Source } from "./manifests";
 import { POLICY_TEST_KIND } from "./policy-test-format";
 
@@ -137,12 +138,14 @@ export function textSummary(results: Checked[], style: Style): string {
 }
 
 /**
- * `--output policyreport`: the PolicyReport of each namespace, as YAML documents — the same
- * results the watcher writes in the cluster, for the manifests given.
+ * `--output policyreport` (and `openreports`): the report of each namespace, as YAML documents —
+ * the same results the watcher writes in the cluster for the manifests given, converted as the
+ * watcher converts them for that API (lib/reports/report-apis.ts).
  */
 export function policyReportsYaml(
   results: Checked[],
   input: ContextInput & { policies: readonly Policy[] },
+  api: ReportApi = WGPOLICYK8S,
 ): string {
   const byNamespace = new Map<string, ObjectResults[]>();
   for (const { input: object, review: r } of results) {
@@ -155,7 +158,7 @@ export function policyReportsYaml(
   return [...byNamespace]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([ns, list]) =>
-      stringify(buildReport(ns, list, input.settings.reports.maxResults, seconds)),
+      stringify(api.convert(buildReport(ns, list, input.settings.reports.maxResults, seconds))),
     )
     .join("---\n");
 }

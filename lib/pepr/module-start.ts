@@ -13,7 +13,7 @@ import { imageInspectorFor } from "../images/inspector";
 import { installReviewMetrics, serveWithPepr } from "./metrics-serve";
 import { installLinearClone } from "./clone";
 import { installBoundedLog } from "./bounded-log";
-import { LiveReportStore, writeEvent } from "../reports/live-store";
+import { liveReportStore, writeEvent } from "../reports/live-store";
 import { ReportScanner } from "../reports/scanner";
 import { ScanWatches, watchIgnoredNamespaces, whenListed } from "../reports/scan-watches";
 import { configureBackground } from "../reports/watcher";
@@ -231,15 +231,6 @@ export function startBackground(deps: ModuleDeps, role: ModuleRole): void {
     ignoredNamespaces: watchIgnoredNamespaces(pepr),
     log: Log,
   });
-  const scanner = reports.enabled
-    ? new ReportScanner(() => deps, new LiveReportStore(), {
-        intervalMs: reports.intervalSeconds * 1000,
-        maxResults: reports.maxResults,
-        // Judging again reads the objects again: the scan keeps none.
-        relist: watches.relist,
-        log: Log,
-      })
-    : undefined;
   const fixEvents = events.enabled
     ? new FixEvents({
         perSecond: events.perSecond,
@@ -250,22 +241,42 @@ export function startBackground(deps: ModuleDeps, role: ModuleRole): void {
         log: Log,
       })
     : undefined;
-  if (scanner) {
+  // The scan, once its store is known: at once for reports.api's default, after discovery for
+  // the others; none when no API it names is served (nothing to judge for, nothing counted as
+  // written).
+  let scanner: ReportScanner | undefined;
+  const scanning = (
+    reports.enabled ? liveReportStore(reports.api, Log) : Promise.resolve(undefined)
+  ).then(store => {
+    scanner = store
+      ? new ReportScanner(() => deps, store, {
+          intervalMs: reports.intervalSeconds * 1000,
+          maxResults: reports.maxResults,
+          // Judging again reads the objects again: the scan keeps none.
+          relist: watches.relist,
+          log: Log,
+        })
+      : undefined;
+    configureBackground({ scanner, events: fixEvents });
+  });
+  if (reports.enabled) {
     // What the objects are judged with changed: an Exemption, a cache that listed (again). A
     // namespace's labels: capabilities/reports' Namespace binding (lib/reports/watcher.ts).
-    cluster.exemptionStore?.listeners.push(() => scanner.rejudgeSoon());
+    cluster.exemptionStore?.listeners.push(() => scanner?.rejudgeSoon());
     for (const store of [
       cluster.namespaces,
       cluster.quotas,
       cluster.nodeStore,
       cluster.exemptionStore,
     ])
-      store?.listListeners.push(() => scanner.rejudgeSoon());
+      store?.listListeners.push(() => scanner?.rejudgeSoon());
   }
   // Watched once the caches the objects are judged with have listed (15 s at most): a start
   // judges each object once, not again as each cache lists.
-  const caches = scanner ? cluster.caches().map(([, store]) => store) : [];
-  void whenListed(caches, 15_000).then(() => watches.start({ scanner, events: fixEvents }));
+  const caches = reports.enabled ? cluster.caches().map(([, store]) => store) : [];
+  void Promise.all([scanning, whenListed(caches, 15_000)]).then(() =>
+    watches.start({ scanner, events: fixEvents }),
+  );
   configureBackground({ scanner, events: fixEvents });
 }
 

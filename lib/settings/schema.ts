@@ -16,6 +16,11 @@ export const READ_ONLY_ROOT = ["off", "fill"] as const;
 /** Whether a root image's unwritable WORKDIR is copied to an emptyDir (and the namespace label). */
 export const WORKDIR_COPY = ["copy", "off"] as const;
 /** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
+/**
+ * Where the watcher writes its reports: wgpolicyk8s.io PolicyReports, openreports.io Reports, both,
+ * or (auto) each of the two the API server serves. Why: docs/adr/0037-reports-api-a-setting.md
+ */
+export const REPORTS_API = ["wgpolicyk8s", "openreports", "both", "auto"] as const;
 export const SHARED_MEMORY_MOUNT = ["gpu", "all", "off"] as const;
 /** A positive amount of memory, as a Kubernetes quantity of bytes: "1Gi", "512Mi". */
 const memoryQuantity = z.pipe(
@@ -265,6 +270,8 @@ export const SettingsSchema = z
         intervalSeconds: z._default(z.int().check(z.gte(1), z.lte(3600)), 30),
         /** Results kept per report (fail, then warn, skip, pass); the summary still counts all. */
         maxResults: z._default(z.int().check(z.gte(10), z.lte(20000)), 1000),
+        /** Which API the reports are written to (the same content in each). */
+        api: z._default(z.enum(REPORTS_API), "wgpolicyk8s"),
       }),
       {},
     ),

@@ -11,6 +11,7 @@ import {
 } from "../../lib/settings";
 import { ownedExemptionsNamespace } from "../../lib/exemptions";
 import { DRAIN_PATH } from "../../lib/pepr/webhook-body-limit";
+import { OPEN_REPORT_GVK } from "../../lib/reports/openreports";
 import { type Route, webhookRules } from "../../lib/engine/routes";
 import { stringify } from "yaml";
 import { type KubeObject, type ListUpdate, type OverlayEntry, helmObjects } from "./apply";
@@ -91,6 +92,7 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
     add: settings.ignoredNamespaces,
   };
   const credentials = credentialsRbac(NAME, settings);
+  const openReports = ctx.watcher ? openReportsRbac(NAME, settings) : [];
   const exemptionsNamespace = settings.exemptions.enabled
     ? [ownedExemptionsNamespace(settings.exemptions.namespace, pepr.uuid)]
     : [];
@@ -207,6 +209,22 @@ export function overlay(ctx: OverlayContext): OverlayEntry[] {
             })),
           ),
         template: "image-credentials-role.yaml",
+      },
+    },
+    {
+      name: "openreports-rbac",
+      why: "the watcher writes openreports.io Reports only when reports.api asks for them (openreports, both, auto): the grant comes with the setting",
+      summary: openReports.length
+        ? `get, create, patch, delete on openreports.io reports (reports.api=${settings.reports.api})`
+        : "no openreports.io access granted (reports.api=wgpolicyk8s, or no reports)",
+      relies: [serviceAccount],
+      objects: {
+        add: openReports,
+        owns: ["ClusterRole", "ClusterRoleBinding"].map(kind => ({
+          kind,
+          name: `${NAME}-openreports`,
+        })),
+        template: "openreports-role.yaml",
       },
     },
     {
@@ -484,6 +502,37 @@ function credentialsRbac(NAME: string, settings: Settings): KubeObject[] {
       ? grant("Role", `${NAME}-image-credentials`, { resourceNames: credentialsSecrets })
       : []),
     ...(workloadPullSecrets ? grant("ClusterRole", `${NAME}-workload-pull-secrets`, {}) : []),
+  ];
+}
+
+/**
+ * reports.api openreports, both or auto: the watcher (the module's ServiceAccount) reads, writes
+ * and removes each namespace's Report, as it does PolicyReports (package.json pepr.rbac). It finds
+ * whether the API is served by discovery, which needs no rule.
+ */
+function openReportsRbac(NAME: string, settings: Settings): KubeObject[] {
+  if (!settings.reports.enabled || settings.reports.api === "wgpolicyk8s") return [];
+  const name = `${NAME}-openreports`;
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name },
+      rules: [
+        {
+          apiGroups: [OPEN_REPORT_GVK.group],
+          resources: [OPEN_REPORT_GVK.plural],
+          verbs: ["get", "create", "patch", "delete"],
+        },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects: [{ kind: "ServiceAccount", name: NAME, namespace: NAMESPACE }],
+    },
   ];
 }
 

@@ -335,6 +335,61 @@ describe("image credentials RBAC (images.credentialsSecrets)", () => {
   });
 });
 
+describe("OpenReports RBAC (reports.api)", () => {
+  const grantOf = (dist: string) =>
+    parseAllDocuments(readFileSync(join(dist, `pepr-module-${pkg.pepr.uuid}.yaml`), "utf8"))
+      .map(d => d.toJS() as KubeObject)
+      .filter(d => d.metadata?.name === `pepr-${pkg.pepr.uuid}-openreports`);
+
+  it("openreports, both, auto: the module's ServiceAccount may get, write and remove openreports.io Reports, in the manifest and the chart; wgpolicyk8s: it goes", async () => {
+    const dist = distCopy();
+    try {
+      for (const api of ["openreports", "both", "auto"]) {
+        await runOverlay(dist, { ADMISSION_GUARD_REPORTS_API: api });
+        const [role, binding, ...more] = grantOf(dist);
+        expect(more).toEqual([]);
+        expect(role).toMatchObject({
+          kind: "ClusterRole",
+          rules: [
+            {
+              apiGroups: ["openreports.io"],
+              resources: ["reports"],
+              verbs: ["get", "create", "patch", "delete"],
+            },
+          ],
+        });
+        expect(binding).toMatchObject({
+          kind: "ClusterRoleBinding",
+          roleRef: { kind: "ClusterRole", name: role.metadata?.name },
+          subjects: [
+            { kind: "ServiceAccount", name: `pepr-${pkg.pepr.uuid}`, namespace: "pepr-system" },
+          ],
+        });
+      }
+      const chart = readFileSync(
+        join(dist, `${pkg.pepr.uuid}-chart`, "templates", "openreports-role.yaml"),
+        "utf8",
+      );
+      expect(chart).toContain("- openreports.io");
+      await runOverlay(dist, { ADMISSION_GUARD_REPORTS_API: "wgpolicyk8s" });
+      expect(grantOf(dist)).toEqual([]);
+      // With reports off there is nothing to write, whatever the API.
+      await runOverlay(dist, {
+        ADMISSION_GUARD_REPORTS_API: "openreports",
+        ADMISSION_GUARD_REPORTS_ENABLED: "false",
+      });
+      expect(grantOf(dist)).toEqual([]);
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
+    }
+    // Five runs of the overlay (~5 s each on a busy 2-core machine).
+  }, 120_000);
+
+  it("the default build grants nothing on openreports.io", () => {
+    expect(readFileSync(moduleYamlPath(), "utf8")).not.toContain("openreports.io");
+  });
+});
+
 describe("the watcher's memory (npm run bench:scale -- --memory-limit 512: 285 MiB settled, 357 MiB peak at 100,000 pods)", () => {
   it("the manifest and the Helm values give the watcher 384Mi requested, Pepr's 512Mi at most; the admission pods keep Pepr's", () => {
     const docs = parseAllDocuments(readFileSync(moduleYamlPath(), "utf8")).map(

@@ -118,6 +118,9 @@ export const RESOURCE_TYPES: ResourceType[] = [
   inGroup("pepr.dev")("PeprStore", "peprstores"),
   inGroup("admission-guard.dev", "v1alpha1")("Exemption", "exemptions"),
   inGroup("wgpolicyk8s.io", "v1alpha2")("PolicyReport", "policyreports"),
+  // OpenReports (reports.api openreports, both, auto): a namespaced Report, a cluster one.
+  inGroup("openreports.io", "v1alpha1")("Report", "reports"),
+  inGroup("openreports.io", "v1alpha1")("ClusterReport", "clusterreports", false),
   inGroup("apiextensions.k8s.io")("CustomResourceDefinition", "customresourcedefinitions", false),
   inGroup("authorization.k8s.io")("SubjectAccessReview", "subjectaccessreviews", false),
   inGroup("admissionregistration.k8s.io")(
@@ -188,6 +191,8 @@ export interface StandInOptions {
   eventLogLimit?: number;
   /** How often an open watch that asked for bookmarks gets one (default 60 s, as the API server). */
   bookmarkIntervalMs?: number;
+  /** Group versions of the table not served (their CRDs not installed): "openreports.io/v1alpha1". */
+  notServed?: string[];
 }
 
 export interface StandInApi {
@@ -357,7 +362,7 @@ function status(code: number, reason: string, message: string) {
 }
 
 export async function startStandIn(options: StandInOptions = {}): Promise<StandInApi> {
-  const types = [...RESOURCE_TYPES];
+  const types = RESOURCE_TYPES.filter(t => !options.notServed?.includes(apiVersionOf(t)));
   const certs = options.certs ?? createTestCerts();
   const store = new Map<string, KubeObject>(); // typeKey|namespace|name → object
   // The same objects per resource (typeKey): a list reads its own kind only.

@@ -596,4 +596,26 @@ spec:
     );
     expect(gpu.summary.pass).toBeGreaterThan(10);
   });
+
+  it("-o openreports prints the same reports as openreports.io Reports", async () => {
+    const dir = tempTree({
+      "pods.yaml": `${privileged}---\n${demoPodYaml("greeted")}`,
+    });
+    const out = async (format: string) => {
+      const r = await run(["check", "-o", format, "pods.yaml"], { cwd: dir, policies });
+      expect(r.code).toBe(1);
+      return parseAllDocuments(r.stdout).map(d => d.toJS());
+    };
+    const [policyReports, reports] = [await out("policyreport"), await out("openreports")];
+    expect(reports.map(p => [p.apiVersion, p.kind, p.metadata.namespace])).toEqual([
+      ["openreports.io/v1alpha1", "Report", "gpu-operator"],
+      ["openreports.io/v1alpha1", "Report", "pepr-demo"],
+    ]);
+    expect(reports[0].source).toBe("admission-guard");
+    // Each run stamps its own time.
+    const untimed = (docs: { results: { timestamp?: unknown }[] }[]) =>
+      docs.map(d => d.results.map(r => ({ ...r, timestamp: undefined })));
+    expect(untimed(reports)).toEqual(untimed(policyReports));
+    expect(reports.map(p => p.summary)).toEqual(policyReports.map(p => p.summary));
+  });
 });
