@@ -17,6 +17,9 @@ export const READ_ONLY_ROOT = ["off", "fill"] as const;
 export const WORKDIR_COPY = ["copy", "off"] as const;
 /** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
 export const SHARED_MEMORY_MOUNT = ["gpu", "all", "off"] as const;
+/** What an accelerators check does with a pod that breaks its rule. */
+export const ACCELERATOR_CHECK = ["deny", "warn", "off"] as const;
+const acceleratorCheck = z._default(z.enum(ACCELERATOR_CHECK), "warn");
 /** A positive amount of memory, as a Kubernetes quantity of bytes: "1Gi", "512Mi". */
 const memoryQuantity = z.pipe(
   z.union([z.string(), z.number()]).check(
@@ -202,6 +205,42 @@ export const SettingsSchema = z
         sizeFraction: z._default(z.number().check(z.gt(0), z.lte(1)), 0.5),
         /** Its sizeLimit when no container has a memory limit (a quantity of bytes). */
         defaultSizeLimit: z._default(memoryQuantity, "1Gi"),
+      }),
+      {},
+    ),
+    accelerators: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        /**
+         * The fix on pods that ask for an accelerator: the tolerations of the taints its nodes carry
+         * (and the ExtendedResourceToleration convention), and runtimeClassName.
+         */
+        mutate: z._default(z.boolean(), true),
+        /** A RuntimeClass every accelerator pod without one gets ("nvidia"); "": none. */
+        runtimeClassName: z._default(
+          z
+            .string()
+            .check(
+              z.maxLength(253),
+              z.regex(
+                /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$/,
+                "must be a RuntimeClass name (a DNS subdomain) or empty",
+              ),
+            ),
+          "",
+        ),
+        /** A GPU container whose memory request is below its limit (evicted first under pressure). */
+        memoryRequest: acceleratorCheck,
+        /** A GPU container with no CPU request (starved by its neighbours). */
+        cpuRequest: acceleratorCheck,
+        /** More accelerators in one pod than maxPerPod (or the namespace label). */
+        maxPerPod: acceleratorCheck,
+        /** The most accelerators one pod may ask for; 0: no limit. The namespace label overrides it. */
+        maxPerPodCount: z._default(z.int().check(z.gte(0), z.lte(1024)), 0),
+        /** A Pod asking for accelerators that no controller owns (holds them until deleted). */
+        barePod: acceleratorCheck,
+        /** A pod that tolerates or selects only GPU nodes without asking for an accelerator. */
+        gpuNodeWithoutAccelerator: acceleratorCheck,
       }),
       {},
     ),

@@ -107,6 +107,15 @@ function defaultContainer(c: Json, saVolume?: string): void {
   }
 }
 
+/** The tolerations the DefaultTolerationSeconds admission plugin adds to a Pod (before any webhook). */
+export const defaultTolerations = (): Json[] =>
+  ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"].map(key => ({
+    key,
+    operator: "Exists",
+    effect: "NoExecute",
+    tolerationSeconds: 300,
+  }));
+
 /** Pod spec defaults; with `admission`, also what the ServiceAccount and toleration plugins add to a Pod. */
 function defaultPodSpec(spec: Json, admission: boolean): void {
   spec.restartPolicy ??= "Always";
@@ -122,9 +131,8 @@ function defaultPodSpec(spec: Json, admission: boolean): void {
     spec.priority ??= 0;
     spec.preemptionPolicy ??= "PreemptLowerPriority";
     const tolerations = (spec.tolerations ??= []) as Json[];
-    for (const key of ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"])
-      if (!tolerations.some(t => t.key === key))
-        tolerations.push({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 300 });
+    for (const toleration of defaultTolerations())
+      if (!tolerations.some(t => t.key === toleration.key)) tolerations.push(toleration);
     if (spec.automountServiceAccountToken !== false) {
       saVolume = `kube-api-access-${randomUUID().replace(/-/g, "").slice(0, 5)}`;
       ((spec.volumes ??= []) as Json[]).push({
