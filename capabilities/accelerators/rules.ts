@@ -20,7 +20,7 @@ import {
   type KubeObject,
   type PodTemplateRef,
 } from "../../lib/objects/pod";
-import { formatQuantity } from "../../lib/objects/quantity";
+import { formatQuantity, safeParseQuantity } from "../../lib/objects/quantity";
 import { isRecord } from "../../lib/objects/record";
 import { formatNote } from "../../lib/objects/verdict";
 import { NS_KEYS } from "../../lib/settings";
@@ -71,6 +71,10 @@ export interface AcceleratorAsks {
 }
 
 const wholeUnits = (milli: bigint) => (milli + 999n) / 1000n;
+const asksSome = (value: unknown) => {
+  const parsed = safeParseQuantity(value);
+  return parsed.ok && parsed.quantity.milli > 0n;
+};
 
 /** The GPU resources a pod spec names (more than 0, limits or requests), in order, at most MAX_RESOURCES. */
 function resourceNames(spec: Obj): string[] {
@@ -81,7 +85,7 @@ function resourceNames(spec: Obj): string[] {
       for (const entries of [resources.limits, resources.requests]) {
         if (!isRecord(entries)) continue;
         for (const [name, value] of Object.entries(entries))
-          if (isGpuResource(name) && value !== 0 && value !== "0") names.add(name);
+          if (isGpuResource(name) && !names.has(name) && asksSome(value)) names.add(name);
       }
     }
   }

@@ -164,6 +164,11 @@ describe("the fix on a Pod", () => {
       pod({ containers: [trainer({ limits: { cpu: "1", memory: "1Gi" } })] }),
     );
     expect(specOf(cpu.object).tolerations).toBeUndefined();
+    // 0 of a GPU, however written, or a value that is no quantity: asks for none.
+    for (const zero of ["0", "0m", "0.0", 0, "lots"]) {
+      const r = await judge(pod({ containers: [trainer({ limits: { "nvidia.com/gpu": zero } })] }));
+      expect([zero, specOf(r.object).tolerations]).toEqual([zero, undefined]);
+    }
     const off = await judge(pod({ containers: [trainer(GOOD)] }), {
       settings: { accelerators: { mutate: false } },
     });
