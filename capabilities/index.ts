@@ -5,6 +5,7 @@
 // registers this list with Pepr and `check` runs the same policies: add your capability with one
 // line in `areas` (docs/add-a-capability.md).
 import { HelloPepr } from "../hello-pepr";
+import { Accelerators } from "./accelerators";
 import { policiesOf, validatorsOf } from "../lib/pepr/adapter";
 import type { Policy, Validator } from "../lib/engine/policy";
 import { admissionFor } from "./admission";
@@ -47,6 +48,8 @@ const areas = [
   // Off unless teamLabel.enabled: the worked example of docs/add-a-capability.md.
   TeamLabel,
   ServiceAccount,
+  // Before resource-quota: node fit judges the pod with the tolerations this fix adds.
+  Accelerators,
   ResourceQuota,
   PayloadSize,
   ...exampleCapabilities,

@@ -6,7 +6,13 @@ import { formatNote } from "../../lib/objects/verdict";
 import { formatQuantity, type Quantity } from "../../lib/objects/quantity";
 import type { RuleViolation } from "../../lib/engine/policy";
 import { contributions, requestIsLimit, roundDown, show } from "./explain";
-import { list, nodesToJudge, type NodeClass, type NodeClasses } from "./node-classes";
+import {
+  list,
+  nodesToJudge,
+  schedulingTaints,
+  type NodeClass,
+  type NodeClasses,
+} from "./node-classes";
 import { largest, REPORTED_BY_EVERY_NODE, isScheduledResource, shortOn } from "./node-resources";
 import type { PodResources, ResourceList } from "./resources";
 import { CAPABILITY } from "./quota";
@@ -14,6 +20,7 @@ import {
   DAEMONSET_TOLERATIONS,
   exclusion,
   NETWORK_UNAVAILABLE,
+  tolerates,
   unnamedExclusion,
   type Exclusion,
 } from "./scheduler-filters";
@@ -102,8 +109,33 @@ export function checkNodeFit(
   const violations = input.daemonSet
     ? daemonSetFit(candidates, asks, input, scope)
     : podFit(candidates, asks, input, scope);
+  const tolerate = violations.length ? taintedOffer(judged, asks, tolerations) : undefined;
+  if (tolerate) violations[0].fix = `${tolerate}; or ${violations[0].fix}`;
   if (!violations.length) limitWarnings(candidates, input, note);
   return { violations, warnings };
+}
+
+/**
+ * When a resource the pod asks is offered only by nodes its tolerations keep it from (the
+ * accelerators fix adds a GPU's own; this is what it could not): the first such node's taints.
+ */
+function taintedOffer(
+  judged: { cls: NodeClass; why?: Exclusion }[],
+  asks: ResourceList,
+  tolerations: V1Toleration[],
+): string | undefined {
+  for (const r of asks.keys()) {
+    if (REPORTED_BY_EVERY_NODE.includes(r)) continue;
+    const offers = (c: NodeClass) => (c.node.allocatable.get(r)?.milli ?? 0n) > 0n;
+    if (judged.some(j => !j.why && offers(j.cls))) continue;
+    const tainted = judged.find(j => j.why === "taints" && offers(j.cls));
+    if (!tainted) continue;
+    const taints = schedulingTaints(tainted.cls.node.node)
+      .filter(t => !tolerates(tolerations, t))
+      .map(t => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`);
+    return `tolerate the taints of ${quote(nameOf(tainted.cls))}, which offers ${r}: ${taints.join(", ")} (spec.tolerations)`;
+  }
+  return undefined;
 }
 
 /** Whether every container asking for the resource asks its limit: then both must go down. */

@@ -17,6 +17,7 @@ import {
   type RuleFindings,
 } from "../../lib/engine/policy";
 import { formatQuantity, safeParseQuantity } from "../../lib/objects/quantity";
+import { isGpuResource } from "../../lib/objects/accelerators";
 import { isRecord } from "../../lib/objects/record";
 import { withoutTrailingSlashes } from "../../lib/objects/text";
 import { NS_KEYS, SHARED_MEMORY_MOUNT } from "../../lib/settings";
@@ -37,13 +38,6 @@ type Obj = Record<string, unknown>;
 type Choice = (typeof SHARED_MEMORY_MOUNT)[number];
 
 const MI = 1_048_576n;
-
-/** Resource names that are GPUs: `<vendor>/gpu` (nvidia.com, amd.com), NVIDIA MIG slices, Intel's. */
-export function isGpuResource(name: string): boolean {
-  return (
-    name.endsWith("/gpu") || name.startsWith("nvidia.com/mig-") || name.startsWith("gpu.intel.com/")
-  );
-}
 
 /** The init and regular containers that are objects (ephemeral ones cannot be given a volume). */
 function containerList(spec: Obj): { kind: string; index: number; container: Obj }[] {

@@ -19,6 +19,8 @@ export const NS_KEYS = {
   workdirCopy: "admission-guard.dev/workdir-copy",
   /** Namespace label: gpu | all | off, overriding sharedMemory.mount there. */
   sharedMemory: "admission-guard.dev/shared-memory",
+  /** Namespace label: the most accelerators (GPUs) one pod may ask for there, overriding accelerators.maxPerPod (0: no limit). */
+  maxAccelerators: "admission-guard.dev/max-accelerators",
   /** Object annotation: what admission-guard changed, one capability/rule a line. */
   fixed: "admission-guard.dev/fixed",
   /** Object annotation: the Pod Security level and version security-context fixed to ("baseline:v1.30"). */

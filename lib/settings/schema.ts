@@ -15,13 +15,16 @@ const absolutePath = z.string().check(z.regex(/^\/[^\0]*$/, "must be an absolute
 export const READ_ONLY_ROOT = ["off", "fill"] as const;
 /** Whether a root image's unwritable WORKDIR is copied to an emptyDir (and the namespace label). */
 export const WORKDIR_COPY = ["copy", "off"] as const;
-/** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
 /**
  * Where the watcher writes its reports: wgpolicyk8s.io PolicyReports, openreports.io Reports, both,
  * or (auto) each of the two the API server serves. Why: docs/adr/0037-reports-api-a-setting.md
  */
 export const REPORTS_API = ["wgpolicyk8s", "openreports", "both", "auto"] as const;
+/** Which pods get a memory-backed /dev/shm (sharedMemory.mount, and the namespace label). */
 export const SHARED_MEMORY_MOUNT = ["gpu", "all", "off"] as const;
+/** What an accelerators check does with a pod that breaks its rule. */
+export const ACCELERATOR_CHECK = ["deny", "warn", "off"] as const;
+const acceleratorCheck = z._default(z.enum(ACCELERATOR_CHECK), "warn");
 /** A positive amount of memory, as a Kubernetes quantity of bytes: "1Gi", "512Mi". */
 const memoryQuantity = z.pipe(
   z.union([z.string(), z.number()]).check(
@@ -229,6 +232,42 @@ export const SettingsSchema = z
         key: z._default(labelKey, "team"),
         /** A pod left without it: "deny", "warn" (admitted, the warning says the fix) or "off". */
         missing: z._default(z.enum(["deny", "warn", "off"]), "warn"),
+      }),
+      {},
+    ),
+    accelerators: z.prefault(
+      z.strictObject({
+        enabled: z._default(z.boolean(), true),
+        /**
+         * The fix on pods that ask for an accelerator: the tolerations of the taints its nodes carry
+         * (and the ExtendedResourceToleration convention), and runtimeClassName.
+         */
+        mutate: z._default(z.boolean(), true),
+        /** A RuntimeClass every accelerator pod without one gets ("nvidia"); "": none. */
+        runtimeClassName: z._default(
+          z
+            .string()
+            .check(
+              z.maxLength(253),
+              z.regex(
+                /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$/,
+                "must be a RuntimeClass name (a DNS subdomain) or empty",
+              ),
+            ),
+          "",
+        ),
+        /** A GPU container whose memory request is below its limit (evicted first under pressure). */
+        memoryRequest: acceleratorCheck,
+        /** A GPU container with no CPU request (starved by its neighbours). */
+        cpuRequest: acceleratorCheck,
+        /** More accelerators in one pod than maxPerPod (or the namespace label). */
+        maxPerPod: acceleratorCheck,
+        /** The most accelerators one pod may ask for; 0: no limit. The namespace label overrides it. */
+        maxPerPodCount: z._default(z.int().check(z.gte(0), z.lte(1024)), 0),
+        /** A Pod asking for accelerators that no controller owns (holds them until deleted). */
+        barePod: acceleratorCheck,
+        /** A pod that tolerates or selects only GPU nodes without asking for an accelerator. */
+        gpuNodeWithoutAccelerator: acceleratorCheck,
       }),
       {},
     ),

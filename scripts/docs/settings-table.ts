@@ -56,7 +56,8 @@ const isSection = (value: unknown): value is Record<string, unknown> =>
 /** How a default is written: `value`, or `[N entries]` for a long list. */
 export function defaultCell(value: unknown): string {
   if (Array.isArray(value) && value.length > LONGEST_LIST) return `\`[${value.length} entries]\``;
-  return `\`${typeof value === "string" ? value : JSON.stringify(value)}\``;
+  // A string as it is, but the empty one quoted ("``" is no Markdown).
+  return `\`${typeof value === "string" && value !== "" ? value : JSON.stringify(value)}\``;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   admitPodBuiltIns,
   builtInCluster,
   BuiltInRefusal,
+  defaultTolerationSecondsAdmit,
   OPEN_CLUSTER,
   validatePodBuiltIns,
   type BuiltInCluster,
@@ -302,6 +303,13 @@ export interface AdmitOptions extends ReviewOptions {
 }
 
 export { serviceAccountNotFound } from "./built-in-admission";
+
+/** The tolerations the DefaultTolerationSeconds plugin gives a pod that has none (before any webhook). */
+export function defaultTolerations(): Json[] {
+  const pod: KubeObject = { apiVersion: "v1", kind: "Pod", spec: {} };
+  defaultTolerationSecondsAdmit(pod);
+  return asList((pod.spec as Json).tolerations);
+}
 
 /**
  * What the API server does with one object. A Pod CREATE (unless `defaulted: false`): defaulting

@@ -69,6 +69,15 @@ test("another default, a setting the schema dropped and a second row are each na
   expect(settingsDocProblems(page.replace(row!, `${row}\n${row}`))).toEqual(["`mode`: two rows"]);
 });
 
+test("an empty string is written quoted, a long list by its size", () => {
+  const settings = defaultSettings();
+  const cells = settingDefaults({ ...settings, x: { name: "", kinds: [1, 2, 3, 4, 5] } });
+  expect(cells.filter(c => c.key.startsWith("x."))).toEqual([
+    { key: "x.name", cell: '`""`' },
+    { key: "x.kinds", cell: "`[5 entries]`" },
+  ]);
+});
+
 test("a default may carry a remark after it, never instead of it", () => {
   const layerBytes = page.split("\n").find(l => l.startsWith("| `images.layerBytes` "))!;
   expect(layerBytes).toContain("`1073741824` (1 GiB)");

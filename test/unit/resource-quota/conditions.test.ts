@@ -521,7 +521,7 @@ describe("node fit: candidates and the nodes named", () => {
     expect(r.text).toContain('the closest, node "mem-heavy", has only 4 cpu allocatable');
   });
 
-  it("a request only tainted nodes can hold: no value to lower to, only a larger node", async () => {
+  it("a request only tainted nodes can hold: no value to lower to; their taints to tolerate, or a larger node", async () => {
     const nodes = [
       node(
         "gpu",
@@ -533,7 +533,8 @@ describe("node fit: candidates and the nodes named", () => {
     const r = await run(pod({ limits: { "nvidia.com/gpu": "1" } }), nodes);
     expect(r.text).toContain('the largest candidate, node "cpu", has 0 allocatable nvidia.com/gpu');
     expect(r.text).toContain(
-      "Fix: add a node with more allocatable resources (or let the pod's nodeSelector/tolerations reach a larger one)",
+      'Fix: tolerate the taints of node "gpu", which offers nvidia.com/gpu: gpu:NoSchedule (spec.tolerations); ' +
+        "or add a node with more allocatable resources (or let the pod's nodeSelector/tolerations reach a larger one)",
     );
     // a node offering 0 of it offers none: a warning, not a verdict
     const zero = await run(pod({ limits: { "nvidia.com/gpu": "1" } }), [

@@ -2,12 +2,8 @@
 // one engine (review(): what `check` runs; mutate(): the mutating webhook's step) with every
 // capability, as the webhook runs them.
 import { policies } from "../../../capabilities";
-import {
-  CAPABILITY,
-  gpuAskedFor,
-  isGpuResource,
-  SHM_VOLUME,
-} from "../../../capabilities/shared-memory/rules";
+import { CAPABILITY, gpuAskedFor, SHM_VOLUME } from "../../../capabilities/shared-memory/rules";
+import { isGpuResource } from "../../../lib/objects/accelerators";
 import { sharedMemoryPolicy } from "../../../capabilities/shared-memory";
 import { SnapshotCluster } from "../../../lib/cluster/view";
 import { answer, mutate, recordedFixes, review } from "../../../lib/engine";
