@@ -24,6 +24,8 @@ export interface FixInputs {
   level?: LevelVersion;
   /** Whether to copy a root image's WORKDIR (the setting, or the namespace's label). */
   workdirCopy?: "copy" | "off";
+  /** Whether to set the low-port sysctl (the setting; fix-low-ports.ts). */
+  lowPorts?: "sysctl" | "off";
 }
 
 /** What a level's checks require to be set, at its policy version: the fills that follow. */

@@ -36,6 +36,7 @@ import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
 import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 import { copierName, copyDecision, isCopied } from "./workdir-copy";
+import { lowPortWarning, podSysctl } from "./fix-low-ports";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
 export const DEBUG_PROFILE_FIX =
@@ -78,6 +79,7 @@ export const securityContextRules: PolicyRules = {
       users,
       readOnlyRoot: readOnlyRootOf(ctx),
       workdirCopy: workdirCopyOf(ctx),
+      lowPorts: settings.lowPorts,
       level,
     });
     // The trace names the level it fixed to, as PSA names a policy: "baseline:v1.30".
@@ -114,6 +116,8 @@ export const securityContextRules: PolicyRules = {
       const said = await imageFindings(target, ctx);
       findings.warnings.push(...said.warnings);
       findings.violations.push(...said.violations);
+      const ports = await lowPortFindings(target.template, ctx);
+      if (ports) findings.warnings.push(formatNote(CAPABILITY, ports));
     }
     return findings;
   },
@@ -280,6 +284,19 @@ async function imageFindings(
     } else said.warnings.push(formatNote(CAPABILITY, text));
   }
   return said;
+}
+
+/**
+ * A pod that sets the low-port sysctl itself above a port one of its containers needs: a warning.
+ * Its images are read (a cached lookup) only when it sets the sysctl.
+ */
+async function lowPortFindings(
+  template: PodTemplateRef,
+  ctx: RuleContext,
+): Promise<string | undefined> {
+  const podSc = asObject((template.spec as unknown as Obj | undefined)?.securityContext);
+  if (podSysctl(podSc) === undefined) return undefined;
+  return lowPortWarning(template, await imageUsersOf(template, ctx));
 }
 
 /** What became of a root image's WORKDIR: copied by the fix, or why not (undefined: nothing to say). */

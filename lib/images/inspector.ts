@@ -7,6 +7,7 @@ import { budgetExhausted, imageLookupDuration, imageLookups, observeImageCaches 
 import type { ImageLookupSettings } from "./settings";
 import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";
 import { LayerCache } from "./image-files";
+import { shapesSize } from "./config-shapes";
 import { bounded, BoundedMap, MAX_CACHE_BYTES, processLimits, type LookupLimits } from "./limits";
 import {
   fetchImageConfig,
@@ -87,6 +88,7 @@ const configSize = (key: string, c: ImageConfig) =>
       (c.home?.length ?? 0) +
       (c.files?.note?.length ?? 0) +
       (c.files?.user?.home?.length ?? 0)) +
+  shapesSize(c.shapes) +
   (c.files ? 3 * ENTRY_OVERHEAD : ENTRY_OVERHEAD);
 const expiringSize = (key: string, e: Expiring<string>) =>
   2 * (key.length + e.value.length) + ENTRY_OVERHEAD;
