@@ -37,6 +37,7 @@ import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 import { copierName, copyDecision, isCopied } from "./workdir-copy";
 import { lowPortWarning, podSysctl } from "./fix-low-ports";
+import { rootHomeWarning } from "./root-home";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
 export const DEBUG_PROFILE_FIX =
@@ -273,6 +274,15 @@ async function imageFindings(
       hasHome(c.container, home) ? home : undefined,
       workdirCopied(user, uid, c.container as unknown as Obj, target, ctx),
     );
+    const rootHome = rootHomeWarning(user, c.container as unknown as Obj, uid);
+    if (rootHome && deny) {
+      const [message, fix] = rootHome.split(". Fix: ");
+      said.violations.push({
+        rule: IMAGE_USER_RULE,
+        message: `${message} (securityContext.rootImages: deny)`,
+        fix,
+      });
+    } else if (rootHome) said.warnings.push(formatNote(CAPABILITY, rootHome));
     if (!text) continue;
     if (deny && (user.kind === "root" || user.kind === "named")) {
       const [message, fix] = text.split(". Fix: ");

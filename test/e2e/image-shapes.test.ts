@@ -138,3 +138,16 @@ describe("a server on a privileged port", () => {
     expect(JSON.stringify(result.patched.spec)).not.toContain(SYSCTL);
   });
 });
+
+describe("an interpreter under /root", () => {
+  test("warned at admission naming PATH, the program and the fix; check agrees", async () => {
+    const result = await admitted(server("ml/conda:1"));
+    expect(result.allowed).toBe(true);
+    expect(result.warnings).toContainEqual(
+      expect.stringContaining(
+        "keeps its interpreter or environment under /root (PATH /root/miniconda3/bin; program /root/miniconda3/bin/python), which is mode 700: run as UID 1000 it cannot start. Fix: install it outside /root",
+      ),
+    );
+    expect((await parity(server("ml/conda:1"))).differences).toEqual([]);
+  });
+});
