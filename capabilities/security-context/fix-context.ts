@@ -26,6 +26,8 @@ export interface FixInputs {
   workdirCopy?: "copy" | "off";
   /** Whether to set the low-port sysctl (the setting; fix-low-ports.ts). */
   lowPorts?: "sysctl" | "off";
+  /** Whether to mount emptyDirs at a root image's root-owned cache dirs (the setting). */
+  cacheDirs?: "emptyDir" | "off";
 }
 
 /** What a level's checks require to be set, at its policy version: the fills that follow. */

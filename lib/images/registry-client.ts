@@ -340,11 +340,13 @@ export async function fetchImageConfig(
       const workingDir = field(config.WorkingDir);
       const shapes = shapesOf(config);
       // The layers through the same session: its egress policy, credentials and deadline.
+      // The cache dirs its Env names are read with its files (a root image's, when asked).
+      const filesFor = { user, workingDir, dirs: shapes?.cacheDirs?.map(([, dir]) => dir) };
       const filesOf = (): Promise<ImageFiles> => {
         const layers = layersOf(manifest);
         if (!layers) return Promise.resolve({ note: "the manifest's layer list is not valid" });
         return readImageFiles(
-          { user, workingDir },
+          filesFor,
           layers,
           layer => session.get(`/blobs/${layer}`, "*/*", "a layer"),
           options.files!,
@@ -353,9 +355,7 @@ export async function fetchImageConfig(
         );
       };
       const files =
-        options.files && filesNeeded({ user, workingDir }, options.files)
-          ? await filesOf()
-          : undefined;
+        options.files && filesNeeded(filesFor, options.files) ? await filesOf() : undefined;
       return {
         ok: true,
         config: {

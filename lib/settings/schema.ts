@@ -118,6 +118,13 @@ export const SettingsSchema = z
          */
         lowPorts: z._default(z.enum(["sysctl", "off"]), "sysctl"),
         /**
+         * A root-owned (or missing) cache or data directory a root image's Env names (HF_HOME,
+         * TORCH_HOME, MLFLOW_TRACKING_URI=file:...): "emptyDir" mounts a writable emptyDir there.
+         * Only outside HOME and WORKDIR, as its layers show the directory, at most 8 per pod;
+         * "off" leaves it. Why: docs/adr/0038-ml-image-shapes-from-the-config.md
+         */
+        cacheDirs: z._default(z.enum(["emptyDir", "off"]), "emptyDir"),
+        /**
          * The Pod Security level of a namespace without the pod-security.kubernetes.io/enforce
          * label. "restricted" is the hardening choice; a cluster whose AdmissionConfiguration gives
          * Pod Security Admission another default (baseline, privileged) should mirror it here.

@@ -58,6 +58,23 @@ beforeAll(async () => {
     },
     [base, layer([{ path: "root", mode: 0o700 }, { path: "root/miniconda3" }]), app],
   );
+  // A trainer built as root whose Env sends Hugging Face's cache into a root-owned /data/hf and
+  // MLflow's runs into /mlruns, which no layer makes (the runtime would, root's).
+  putLayeredImage(
+    registry,
+    "ml/hf",
+    "1",
+    {
+      WorkingDir: "/",
+      Env: ["HF_HOME=/data/hf", "MLFLOW_TRACKING_URI=file:///mlruns", "TORCH_HOME=/opt/torch"],
+    },
+    [
+      base,
+      layer([{ path: "data" }, { path: "data/hf", mode: 0o755 }]),
+      layer([{ path: "opt" }, { path: "opt/torch", mode: 0o777 }]),
+      app,
+    ],
+  );
   env = await startEnvironment({
     objects: [
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "ml" } },
@@ -149,5 +166,28 @@ describe("an interpreter under /root", () => {
       ),
     );
     expect((await parity(server("ml/conda:1"))).differences).toEqual([]);
+  });
+});
+
+describe("Env-named cache dirs a root-built image leaves root's", () => {
+  test("a root-owned HF_HOME and an absent MLflow store get writable emptyDirs, traced; a world-writable TORCH_HOME does not; check agrees", async () => {
+    const result = await admitted(server("ml/hf:1"));
+    expect(result.allowed).toBe(true);
+    const spec = result.patched.spec as Obj;
+    const mounts = spec.containers[0].volumeMounts.map((m: Obj) => m.mountPath);
+    expect(mounts).toEqual(expect.arrayContaining(["/data/hf", "/mlruns"]));
+    expect(mounts).not.toContain("/opt/torch");
+    expect(spec.volumes).toEqual(
+      expect.arrayContaining([
+        { name: "ag-writable-data-hf", emptyDir: {} },
+        { name: "ag-writable-mlruns", emptyDir: {} },
+      ]),
+    );
+    expect(result.patched.metadata?.annotations?.[NS_KEYS.fixed]).toContain(
+      "security-context/cacheDirs",
+    );
+    const again = await admit(env.controller, result.patched, { dryRun: true });
+    expect(again.patched.spec).toEqual((again.request.object as Obj).spec);
+    expect((await parity(server("ml/hf:1"))).differences).toEqual([]);
   });
 });
