@@ -162,3 +162,18 @@ export function lowPortWarning(
   const at = fieldPath(template, "spec.securityContext.sysctls");
   return `container "${low.container}" listens on port ${low.port} (${low.from}) as a non-root UID with every capability dropped, but the pod sets ${LOW_PORT_SYSCTL}=${value} in ${at}, above it, so the bind will fail (the module never changes a sysctl the pod sets). Fix: set ${LOW_PORT_SYSCTL} to ${low.port} or lower in ${at}`;
 }
+
+/**
+ * What to say when a container needs the sysctl and the pod has none because the fix may not set
+ * it here (`why`: the setting off, a namespace pinned below v1.22...): the bind will fail.
+ */
+export function lowPortUnsetWarning(
+  template: PodTemplateRef,
+  users: ReadonlyMap<V1Container, ImageUser> | undefined,
+  why: string,
+): string | undefined {
+  const low = lowPortNeeded(template, users);
+  if (!low) return undefined;
+  const at = fieldPath(template, "spec.securityContext.sysctls");
+  return `container "${low.container}" listens on port ${low.port} (${low.from}) as a non-root UID with every capability dropped, and ${LOW_PORT_SYSCTL} is not set (${why}), so the bind will fail. Fix: set ${LOW_PORT_SYSCTL} to ${low.port} in ${at} (a safe sysctl from Kubernetes v1.22), or listen on a port of 1024 or more`;
+}

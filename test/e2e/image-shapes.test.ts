@@ -149,10 +149,20 @@ describe("a server on a privileged port", () => {
     );
   });
 
-  test("a namespace that enforces restricted at v1.21: no sysctl", async () => {
-    const result = await admitted(server("ml/tgi:1", {}, "old"));
-    expect(result.allowed).toBe(true);
-    expect(JSON.stringify(result.patched.spec)).not.toContain(SYSCTL);
+  test("a namespace that enforces restricted at v1.21: no sysctl, and a container dropping ALL itself is warned with the fix", async () => {
+    const plain = await admitted(server("ml/tgi:1", {}, "old"));
+    expect(plain.allowed).toBe(true);
+    // Restricted asks for drop ALL from v1.22: the fix adds none, so the bind is the runtime's.
+    expect(JSON.stringify(plain.patched.spec)).not.toContain(SYSCTL);
+    const dropping = await admitted(
+      server("ml/tgi:1", { securityContext: { capabilities: { drop: ["ALL"] } } }, "old"),
+    );
+    expect(JSON.stringify(dropping.patched.spec)).not.toContain(SYSCTL);
+    expect(dropping.warnings).toContainEqual(
+      expect.stringContaining(
+        `container "srv" listens on port 80 (its image's EXPOSE 80) as a non-root UID with every capability dropped, and ${SYSCTL} is not set (namespace old enforces Pod Security restricted`,
+      ),
+    );
   });
 });
 

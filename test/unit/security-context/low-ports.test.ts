@@ -11,7 +11,10 @@ import { evaluatePod } from "../../../capabilities/security-context/checks";
 import { shapesOf } from "../../../lib/images/config-shapes";
 import type { KubeObject } from "../../../lib/objects/pod";
 import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
-import { defaultSettings } from "../../../lib/settings";
+import { defaultSettings, parseSettings } from "../../../lib/settings";
+import { policies } from "../../../capabilities";
+import { SnapshotCluster } from "../../../lib/cluster/view";
+import { review } from "../../../lib/engine";
 import type { LevelVersion } from "../../../capabilities/security-context/checks";
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -147,5 +150,59 @@ describe("the low-port sysctl", () => {
     const p = pod();
     fix(p, TGI, undefined, { ...settings, lowPorts: "off" });
     expect(sysctlsOf(p)).toBeUndefined();
+  });
+});
+
+describe("where the fix may not set it: said at admission", () => {
+  const server: KubeObject = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "web", namespace: "ml" },
+    spec: {
+      securityContext: { runAsUser: 1000 },
+      containers: [
+        {
+          name: "web",
+          image: "img",
+          ports: [{ containerPort: 80 }],
+          // Its own drop ALL: below v1.22 restricted does not ask for it (the fix adds none).
+          securityContext: { capabilities: { drop: ["ALL"] } },
+        },
+      ],
+    },
+  };
+  const ns = (labels: Record<string, string>) =>
+    new SnapshotCluster([{ kind: "Namespace", metadata: { name: "ml", labels } } as KubeObject]);
+
+  test("a namespace pinned below v1.22: not set, warned with the port and the fix", async () => {
+    const r = await review(policies, server, {
+      settings: defaultSettings(),
+      cluster: ns({
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "v1.21",
+      }),
+    });
+    expect(JSON.stringify(r.object)).not.toContain(LOW_PORT_SYSCTL);
+    expect(r.warnings).toContainEqual(
+      expect.stringContaining(
+        `container "web" listens on port 80 (containerPort 80) as a non-root UID with every capability dropped, and ${LOW_PORT_SYSCTL} is not set (namespace ml enforces Pod Security restricted`,
+      ),
+    );
+    expect(r.warnings.join("\n")).toContain(
+      `Fix: set ${LOW_PORT_SYSCTL} to 80 in spec.securityContext.sysctls`,
+    );
+  });
+
+  test("securityContext.lowPorts off: warned; where the fix sets it: nothing said", async () => {
+    const off = await review(policies, server, {
+      settings: parseSettings({ securityContext: { lowPorts: "off" } }),
+      cluster: ns({}),
+    });
+    expect(off.warnings).toContainEqual(
+      expect.stringContaining("is not set (securityContext.lowPorts is off)"),
+    );
+    const on = await review(policies, server, { settings: defaultSettings(), cluster: ns({}) });
+    expect(JSON.stringify(on.object)).toContain(LOW_PORT_SYSCTL);
+    expect(on.warnings.join("\n")).not.toContain(LOW_PORT_SYSCTL);
   });
 });
