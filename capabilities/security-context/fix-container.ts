@@ -5,6 +5,7 @@ import { asArray, asObject, type Obj } from "./checks/helpers";
 import { securityContext, unset, type FixContext } from "./fix-context";
 import { mountScratch, normalizePath } from "./fix-scratch";
 import { applyCopy, copyDecision } from "./workdir-copy";
+import { mountCacheDirs } from "./cache-dirs";
 
 /** Adding SYS_ADMIN makes allowPrivilegeEscalation=false invalid (the API rejects the pair). */
 const SYS_ADMIN = new Set(["CAP_SYS_ADMIN", "SYS_ADMIN"]);
@@ -94,6 +95,11 @@ export function fixContainer(ctx: FixContext, ref: ContainerRef, sc: Obj): void 
     });
     mountScratch(ctx, ref, home, "writableHome");
   }
+
+  // A root image's Env-named cache dirs it cannot write: emptyDirs (after HOME: one under it is
+  // covered already).
+  if (ref.kind !== "ephemeralContainers" && (inputs.cacheDirs ?? settings.cacheDirs) !== "off")
+    mountCacheDirs(ctx, ref, user, identity);
 
   if (
     (inputs.readOnlyRoot ?? settings.readOnlyRootFilesystem) === "fill" &&

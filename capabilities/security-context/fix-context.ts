@@ -24,6 +24,10 @@ export interface FixInputs {
   level?: LevelVersion;
   /** Whether to copy a root image's WORKDIR (the setting, or the namespace's label). */
   workdirCopy?: "copy" | "off";
+  /** Whether to set the low-port sysctl (the setting; fix-low-ports.ts). */
+  lowPorts?: "sysctl" | "off";
+  /** Whether to mount emptyDirs at a root image's root-owned cache dirs (the setting). */
+  cacheDirs?: "emptyDir" | "off";
 }
 
 /** What a level's checks require to be set, at its policy version: the fills that follow. */

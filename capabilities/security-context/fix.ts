@@ -23,6 +23,7 @@ import {
 } from "./fix-context";
 import { fixContainer } from "./fix-container";
 import { fixFsGroup, fixPodLevel } from "./fix-pod";
+import { fixLowPorts } from "./fix-low-ports";
 
 export type { FixInputs } from "./fix-context";
 export { normalizePath, scratchVolumeName } from "./fix-scratch";
@@ -98,6 +99,8 @@ export function fixPodSecurity(
       dropIfLeftEmpty(container, containerBefore);
     }
     if (podSc && fills.nonRoot) fixFsGroup(ctx, podSc);
+    // After the containers: their fills decide who runs as whom with which capabilities.
+    if (podSc) fixLowPorts(ctx, podSc);
   }
   dropIfLeftEmpty(spec, before);
   return ctx.rec.changes;

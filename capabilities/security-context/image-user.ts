@@ -16,6 +16,7 @@ import { unknownImages, type ImageLookup, type Platform } from "../../lib/cluste
 import { containersOf, type ContainerRef, type PodTemplateRef } from "../../lib/objects/pod";
 import type { RuleContext } from "../../lib/engine/policy";
 import type { ImageFiles } from "../../lib/images/image-files";
+import type { ImageShapes } from "../../lib/images/config-shapes";
 import { bounded } from "../../lib/images/limits";
 import { mirrorImage, mirrorsOf, registryAllowed } from "../image-registry/rules";
 
@@ -27,6 +28,7 @@ export type ImageUser =
       home?: string;
       /** What its layers said of WORKDIR and a copier, when they were read (workdir-copy.ts). */
       files?: ImageFiles;
+      shapes?: ImageShapes;
     }
   | {
       kind: "numeric";
@@ -37,6 +39,7 @@ export type ImageUser =
       home?: string;
       /** The name the image's User gave, when its files put it in numbers. */
       named?: string;
+      shapes?: ImageShapes;
     }
   | {
       kind: "named";
@@ -46,6 +49,7 @@ export type ImageUser =
       home?: string;
       /** Why its files did not put the name in numbers (not listed, not read). */
       note?: string;
+      shapes?: ImageShapes;
     }
   | { kind: "unknown"; image: string; reason: string };
 
@@ -61,9 +65,10 @@ export const NOT_ALLOWED = "not read, its registry is not allowed";
 export function imageUserOf(image: string, lookup: ImageLookup | undefined): ImageUser {
   if (!lookup) return { kind: "unknown", image, reason: "not looked up" };
   if (lookup.state === "unknown") return { kind: "unknown", image, reason: lookup.reason };
-  const { user, workingDir, home, files } = lookup.config;
+  const { user, workingDir, home, files, shapes } = lookup.config;
   const [name, group] = user.split(":", 2);
-  const base = { image, workingDir, home };
+  // What the config says of ports, PATH and cache dirs (config-shapes.ts) goes with every kind.
+  const base = { image, workingDir, home, ...(shapes ? { shapes } : {}) };
   if (name === "" || name === "root" || (NUMBER.test(name) && Number(name) === 0))
     return { kind: "root", ...base, ...(files ? { files } : {}) };
   // A name (or a named group) the image's own files list: its numbers, and its HOME unless the

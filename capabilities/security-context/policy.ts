@@ -36,6 +36,8 @@ import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
 import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 import { copierName, copyDecision, isCopied } from "./workdir-copy";
+import { lowPortUnsetWarning, lowPortWarning, podSysctl, sysctlAllowed } from "./fix-low-ports";
+import { rootHomeWarning } from "./root-home";
 
 /** What a `kubectl debug` user changes: its profiles set the securityContext of the container it adds. */
 export const DEBUG_PROFILE_FIX =
@@ -78,6 +80,7 @@ export const securityContextRules: PolicyRules = {
       users,
       readOnlyRoot: readOnlyRootOf(ctx),
       workdirCopy: workdirCopyOf(ctx),
+      lowPorts: settings.lowPorts,
       level,
     });
     // The trace names the level it fixed to, as PSA names a policy: "baseline:v1.30".
@@ -114,6 +117,8 @@ export const securityContextRules: PolicyRules = {
       const said = await imageFindings(target, ctx);
       findings.warnings.push(...said.warnings);
       findings.violations.push(...said.violations);
+      const ports = await lowPortFindings(target, ctx);
+      if (ports) findings.warnings.push(formatNote(CAPABILITY, ports));
     }
     return findings;
   },
@@ -249,10 +254,7 @@ async function imageFindings(
   const { template } = target;
   // Only where the module chose the user: a pod that names its own asks no registry. A pod says so
   // in its trace, a workload's simulated copy in target.fixed.
-  const setByUs =
-    target.fixed?.has(`${CAPABILITY}/runAsUser`) ||
-    recordedFixes({ metadata: template.metadata }).get(CAPABILITY)?.includes("runAsUser");
-  if (!setByUs || isWindowsPod(template)) return said;
+  if (!userSetByUs(target) || isWindowsPod(template)) return said;
   const podUid = runAsUserOf((template.spec as unknown as Obj | undefined)?.securityContext);
   const containers = imageContainers(template);
   const users = await imageUsersOf(template, ctx);
@@ -269,6 +271,15 @@ async function imageFindings(
       hasHome(c.container, home) ? home : undefined,
       workdirCopied(user, uid, c.container as unknown as Obj, target, ctx),
     );
+    const rootHome = rootHomeWarning(user, c.container as unknown as Obj, uid);
+    if (rootHome && deny) {
+      const [message, fix] = rootHome.split(". Fix: ");
+      said.violations.push({
+        rule: IMAGE_USER_RULE,
+        message: `${message} (securityContext.rootImages: deny)`,
+        fix,
+      });
+    } else if (rootHome) said.warnings.push(formatNote(CAPABILITY, rootHome));
     if (!text) continue;
     if (deny && (user.kind === "root" || user.kind === "named")) {
       const [message, fix] = text.split(". Fix: ");
@@ -280,6 +291,40 @@ async function imageFindings(
     } else said.warnings.push(formatNote(CAPABILITY, text));
   }
   return said;
+}
+
+/** Whether the module chose a container's user: a pod says so in its trace, a workload's copy in target.fixed. */
+function userSetByUs(target: PodTarget): boolean {
+  return !!(
+    target.fixed?.has(`${CAPABILITY}/runAsUser`) ||
+    recordedFixes({ metadata: target.template.metadata }).get(CAPABILITY)?.includes("runAsUser")
+  );
+}
+
+/**
+ * A container on a privileged port that cannot bind it: the pod's own sysctl above the port, or
+ * none where the fix may not set one (the setting off, the namespace's level or version). Its
+ * images are read (cached lookups) only when the pod sets the sysctl or the module chose its user.
+ */
+async function lowPortFindings(target: PodTarget, ctx: RuleContext): Promise<string | undefined> {
+  const { template } = target;
+  const podSc = asObject((template.spec as unknown as Obj | undefined)?.securityContext);
+  if (podSysctl(podSc) !== undefined)
+    return lowPortWarning(template, await imageUsersOf(template, ctx));
+  const settings = ctx.settings.securityContext;
+  const level = evaluated(podSecurityOf(ctx).enforce, ctx);
+  const why = !settings.mutate
+    ? "securityContext.mutate is off"
+    : settings.lowPorts === "off"
+      ? "securityContext.lowPorts is off"
+      : level.level === "privileged"
+        ? `namespace ${ctx.namespaceName} is privileged, where the module fixes nothing`
+        : !sysctlAllowed(level)
+          ? `namespace ${ctx.namespaceName} enforces Pod Security ${describeLevel(level)}, below v1.22, where the module does not set it`
+          : undefined;
+  if (!why) return undefined;
+  const users = userSetByUs(target) ? await imageUsersOf(template, ctx) : undefined;
+  return lowPortUnsetWarning(template, users, why);
 }
 
 /** What became of a root image's WORKDIR: copied by the fix, or why not (undefined: nothing to say). */

@@ -24,7 +24,11 @@ export interface CopySettings {
 }
 
 /** Whether `uid`/`gid` may write a directory of this owner and mode (no ACLs in image layers). */
-function writable(dir: { uid: number; gid: number; mode: number }, uid: number, gid?: number) {
+export function writable(
+  dir: { uid: number; gid: number; mode: number },
+  uid: number,
+  gid?: number,
+) {
   if (dir.uid === uid) return (dir.mode & 0o200) !== 0;
   if (gid !== undefined && dir.gid === gid) return (dir.mode & 0o020) !== 0;
   return (dir.mode & 0o002) !== 0;

@@ -36,6 +36,11 @@ export interface ImageFiles {
    * upper bound: a file a layer replaces counts twice) and entries no "other" may read.
    */
   workdirTree?: WorkdirTree;
+  /**
+   * A root image's Env-named cache and data directories (config-shapes.ts) as its layers have
+   * them: owner and mode of a directory, null where nothing is (the runtime would make it, root's).
+   */
+  dirs?: [path: string, owner: { uid: number; gid: number; mode: number } | null][];
   /** Why the user (or WORKDIR) could not be resolved, bounded. */
   note?: string;
   /** The note is about this moment (time, load), not the image: not kept for long. */
@@ -63,6 +68,15 @@ export interface FilesOptions {
   ownKey?: string;
   /** Also read a root image's WORKDIR (owner, mode, what lies under it) and /bin/cp. */
   rootWorkdir?: boolean;
+  /** Also read a root image's Env-named cache directories (owner and mode, or absent). */
+  rootDirs?: boolean;
+}
+
+/** What the files are read for: the config's User and WorkingDir, and a root image's cache dirs. */
+export interface FilesFor {
+  user: string;
+  workingDir: string;
+  dirs?: readonly string[];
 }
 
 /** Layers in a manifest read at most (overlayfs stacks 128 at most). */
@@ -138,16 +152,13 @@ export function isRootUser(user: string): boolean {
 
 /** Whether the image's files are read: a named User, or (when asked) a root image's WORKDIR. */
 export function filesNeeded(
-  config: { user: string; workingDir: string },
-  options: Pick<FilesOptions, "rootWorkdir">,
+  config: FilesFor,
+  options: Pick<FilesOptions, "rootWorkdir" | "rootDirs">,
 ): boolean {
   if (userNeedsFiles(config.user)) return true;
-  return (
-    !!options.rootWorkdir &&
-    isRootUser(config.user) &&
-    !!config.workingDir &&
-    clean(config.workingDir) !== "/"
-  );
+  if (!isRootUser(config.user)) return false;
+  if (options.rootDirs && config.dirs?.length) return true;
+  return !!options.rootWorkdir && !!config.workingDir && clean(config.workingDir) !== "/";
 }
 
 /** The copier a root image's WORKDIR copy runs (capabilities/security-context/workdir-copy.ts). */
@@ -373,7 +384,7 @@ function treeOf(findings: LayerFindings[], path: string): { need: number } | { t
  * (bottom first). Never throws: what could not be read is the note.
  */
 export async function readImageFiles(
-  config: { user: string; workingDir: string },
+  config: FilesFor,
   layers: LayerRef[],
   get: BlobGet,
   options: FilesOptions,
@@ -400,6 +411,8 @@ export async function readImageFiles(
     ...(!root && group && !/^\d+$/.test(group) ? [["/etc/group", "group"] as [string, Role]] : []),
     // A root image's WORKDIR is read as a tree from the first pass: each layer is read once.
     ...(workdir ? [[workdir, root ? "tree" : "meta"] as [string, Role]] : []),
+    // Its cache dirs in the same pass (config-shapes.ts bounds how many).
+    ...(root && options.rootDirs ? dirsOf(config).map(d => [d, "meta"] as [string, Role]) : []),
   ];
   let tree: TreeCount | undefined;
   const budget = { bytes: options.maxBytes, uncompressed: options.maxUncompressedBytes };
@@ -447,7 +460,13 @@ export async function readImageFiles(
       transient: notRead.transient,
     };
   }
-  return summarise(config, answers, root, tree);
+  return summarise(config, answers, root, tree, root && options.rootDirs ? dirsOf(config) : []);
+}
+
+/** The cache dirs read: clean, not "/", not WORKDIR (read as its own target). */
+function dirsOf(config: FilesFor): string[] {
+  const workdir = config.workingDir ? clean(config.workingDir) : "/";
+  return [...new Set((config.dirs ?? []).map(clean))].filter(d => d !== "/" && d !== workdir);
 }
 
 type PathAnswerSettled = Exclude<ReturnType<typeof resolvePath>, { need: unknown }>;
@@ -465,12 +484,22 @@ function contentOf(
 }
 
 function summarise(
-  config: { user: string; workingDir: string },
+  config: FilesFor,
   answers: Map<string, PathAnswerSettled>,
   root: boolean,
   tree: TreeCount | undefined,
+  dirs: string[],
 ): ImageFiles {
   const out: ImageFiles = {};
+  const owners: NonNullable<ImageFiles["dirs"]> = [];
+  for (const dir of dirs) {
+    const answer = answers.get(dir);
+    // A file or a loop there: neither read as writable nor absent (nothing is mounted over it).
+    if (answer && "absent" in answer) owners.push([dir, null]);
+    else if (answer && "found" in answer && answer.found.type === "directory")
+      owners.push([dir, { uid: answer.found.uid, gid: answer.found.gid, mode: answer.found.mode }]);
+  }
+  if (owners.length) out.dirs = owners;
   if (root) {
     const cp = answers.get(COPIER_PATH);
     out.copier = !!cp && "found" in cp && cp.found.type === "file" && (cp.found.mode & 0o001) !== 0;

@@ -7,6 +7,7 @@ import { budgetExhausted, imageLookupDuration, imageLookups, observeImageCaches 
 import type { ImageLookupSettings } from "./settings";
 import { egressPolicy, egressPolicyOf, type EgressPolicy, type Transport } from "./egress";
 import { LayerCache } from "./image-files";
+import { shapesSize } from "./config-shapes";
 import { bounded, BoundedMap, MAX_CACHE_BYTES, processLimits, type LookupLimits } from "./limits";
 import {
   fetchImageConfig,
@@ -66,7 +67,12 @@ export interface InspectorOptions {
    * of root images (WORKDIR, what lies under it, /bin/cp), within these bytes per image; unset:
    * not read.
    */
-  files?: { maxBytes: number; maxUncompressedBytes: number; rootWorkdir?: boolean };
+  files?: {
+    maxBytes: number;
+    maxUncompressedBytes: number;
+    rootWorkdir?: boolean;
+    rootDirs?: boolean;
+  };
 }
 
 interface Expiring<T> {
@@ -86,7 +92,9 @@ const configSize = (key: string, c: ImageConfig) =>
       c.workingDir.length +
       (c.home?.length ?? 0) +
       (c.files?.note?.length ?? 0) +
-      (c.files?.user?.home?.length ?? 0)) +
+      (c.files?.user?.home?.length ?? 0) +
+      (c.files?.dirs ?? []).reduce((n, [dir]) => n + dir.length + 16, 0)) +
+  shapesSize(c.shapes) +
   (c.files ? 3 * ENTRY_OVERHEAD : ENTRY_OVERHEAD);
 const expiringSize = (key: string, e: Expiring<string>) =>
   2 * (key.length + e.value.length) + ENTRY_OVERHEAD;
@@ -289,6 +297,8 @@ export function imageInspectorFor(
             maxUncompressedBytes: settings.images.layerBytesUncompressed,
             // A root image's WORKDIR is read only for the copy that needs it (ADR 0033).
             rootWorkdir: settings.securityContext?.workdirCopy !== "off",
+            // A root image's Env-named cache dirs, only for the emptyDirs that need them (ADR 0038).
+            rootDirs: settings.securityContext?.cacheDirs !== "off",
           },
         }
       : {}),

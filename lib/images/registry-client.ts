@@ -18,6 +18,7 @@ import {
   type ImageFiles,
 } from "./image-files";
 import { bounded, processLimits, type LookupLimits } from "./limits";
+import { shapesOf, type ImageShapes } from "./config-shapes";
 
 /** What the rules read of an image config (the OCI image spec's names), each string bounded. */
 export interface ImageConfig {
@@ -29,6 +30,8 @@ export interface ImageConfig {
   home?: string;
   /** What its files say of a named User (and WORKDIR), when they were read. */
   files?: ImageFiles;
+  /** Low ports, a /root PATH, Env-named cache dirs (config-shapes.ts), when it has any. */
+  shapes?: ImageShapes;
 }
 
 export type FetchResult =
@@ -335,12 +338,15 @@ export async function fetchImageConfig(
       const home = env.find(e => typeof e === "string" && e.startsWith("HOME="));
       const user = field(config.User);
       const workingDir = field(config.WorkingDir);
+      const shapes = shapesOf(config);
       // The layers through the same session: its egress policy, credentials and deadline.
+      // The cache dirs its Env names are read with its files (a root image's, when asked).
+      const filesFor = { user, workingDir, dirs: shapes?.cacheDirs?.map(([, dir]) => dir) };
       const filesOf = (): Promise<ImageFiles> => {
         const layers = layersOf(manifest);
         if (!layers) return Promise.resolve({ note: "the manifest's layer list is not valid" });
         return readImageFiles(
-          { user, workingDir },
+          filesFor,
           layers,
           layer => session.get(`/blobs/${layer}`, "*/*", "a layer"),
           options.files!,
@@ -349,9 +355,7 @@ export async function fetchImageConfig(
         );
       };
       const files =
-        options.files && filesNeeded({ user, workingDir }, options.files)
-          ? await filesOf()
-          : undefined;
+        options.files && filesNeeded(filesFor, options.files) ? await filesOf() : undefined;
       return {
         ok: true,
         config: {
@@ -360,6 +364,7 @@ export async function fetchImageConfig(
           workingDir,
           ...(home && home.length > 5 ? { home: field(home.slice(5)) } : {}),
           ...(files ? { files } : {}),
+          ...(shapes ? { shapes } : {}),
         },
       };
     }

@@ -96,6 +96,6 @@ export type ImagesSettings = z.infer<typeof ImagesSettingsSchema>;
 export interface ImageLookupSettings {
   images: ImagesSettings;
   registries: { allowed: readonly string[]; mirrors: Readonly<Record<string, string>> };
-  /** securityContext.workdirCopy "off" everywhere: a root image's WORKDIR is not read. */
-  securityContext?: { workdirCopy: string };
+  /** securityContext.workdirCopy (cacheDirs) "off" everywhere: a root image's WORKDIR (cache dirs) is not read. */
+  securityContext?: { workdirCopy: string; cacheDirs?: string };
 }

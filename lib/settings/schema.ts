@@ -117,6 +117,22 @@ export const SettingsSchema = z
         /** WORKDIR's bytes, as its image's layers list them, copied at most. */
         workdirCopyBytes: z._default(z.int().check(z.gte(0)), 512 * 1024 * 1024),
         /**
+         * A port below 1024 that a non-root, drop-ALL container listens on: "sysctl" sets the pod's
+         * net.ipv4.ip_unprivileged_port_start to the lowest such port. The ports are its
+         * containerPort, its image's EXPOSE and Env PORT=80-style values; only where the
+         * namespace's Pod Security version allows the sysctl (v1.22 on), never with hostNetwork
+         * or over the pod's own value; "off" leaves it.
+         * Why: docs/adr/0038-ml-image-shapes-from-the-config.md
+         */
+        lowPorts: z._default(z.enum(["sysctl", "off"]), "sysctl"),
+        /**
+         * A root-owned (or missing) cache or data directory a root image's Env names (HF_HOME,
+         * TORCH_HOME, MLFLOW_TRACKING_URI=file:...): "emptyDir" mounts a writable emptyDir there.
+         * Only outside HOME and WORKDIR, as its layers show the directory, at most 8 per pod;
+         * "off" leaves it. Why: docs/adr/0038-ml-image-shapes-from-the-config.md
+         */
+        cacheDirs: z._default(z.enum(["emptyDir", "off"]), "emptyDir"),
+        /**
          * The Pod Security level of a namespace without the pod-security.kubernetes.io/enforce
          * label. "restricted" is the hardening choice; a cluster whose AdmissionConfiguration gives
          * Pod Security Admission another default (baseline, privileged) should mirror it here.

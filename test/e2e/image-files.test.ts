@@ -8,9 +8,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { gzipSync } from "node:zlib";
-import { imageInspectorFor } from "../../lib/images/inspector";
 import type { KubeObject } from "../../lib/objects/pod";
-import { parseSettings } from "../../lib/settings";
 import { admit } from "../support/admission";
 import { startEnvironment, type Environment } from "../support/environment";
 import {
@@ -24,7 +22,8 @@ import {
   ROOT_BASE_FILES,
   type LayerFile,
 } from "../support/layers";
-import { checkParity, settingsEnv } from "../support/parity";
+import { admittedOnceRead, inspectedParity } from "../support/image-doors";
+import { settingsEnv } from "../support/parity";
 import { TestRegistry } from "../support/registry";
 import { eventually } from "../support/wait";
 
@@ -191,27 +190,10 @@ const trainer = (image: string, name = "train"): KubeObject => ({
 });
 
 /** The controller, then `check`'s inspector over the same settings: the same answer. */
-async function parity(pod: KubeObject) {
-  const images = imageInspectorFor(parseSettings(settings(), "test settings"));
-  return checkParity(env.controller, pod, {
-    objects: env.api.objects(),
-    settings: settings(),
-    images,
-  });
-}
+const parity = (pod: KubeObject) => inspectedParity(env, settings(), pod);
 
 /** Admits the pod, asking again once the budget passed (the answer is kept for the next). */
-async function admitted(image: string) {
-  return eventually(
-    async () => {
-      const result = await admit(env.controller, trainer(image), { dryRun: true });
-      expect(result.warnings.join("\n")).not.toContain("did not answer within");
-      return result;
-    },
-    20_000,
-    200,
-  );
-}
+const admitted = (image: string) => admittedOnceRead(env, trainer(image));
 
 describe("named users from the image's files", () => {
   test("USER ml runs as its UID and GID from /etc/passwd, in its own HOME; check agrees", async () => {

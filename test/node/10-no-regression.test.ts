@@ -11,11 +11,16 @@
 // securityContext.defaultLevel "privileged" (a second controller, those settings), every shape
 // that Succeeds with no policy Succeeds with the module, unfixed.
 //
+// Three more rows (issue 46, ADR 0038), in restricted with no securityContext, with the module: a
+// server on port 80 Running and answering (the low-port sysctl), an environment under /root warned
+// at admission with the fix, a Hugging Face cache in a root-owned place Succeeded (an emptyDir).
+//
 // One more row (issue 29): a PyTorch-style job whose DataLoader workers share 256 MiB through
 // /dev/shm fails on the runtime's 64 MiB alone, and Succeeds with the module's shared-memory fix
 // (turned on for every pod by its namespace label: the node has no GPU).
 import { applyObjects, connect, namespace, useModule } from "../cluster/support/cluster";
 import { installModule, type InstalledModule } from "../cluster/support/module";
+import type { KubeObject } from "../../lib/objects/pod";
 import { SHAPES, SHAPE_USERS, type Shape } from "./support/shapes";
 import {
   describeOutcome,
@@ -27,6 +32,7 @@ import {
   removeNamespaces,
   runJob,
   sharedMemoryJob,
+  ML_SHAPE_IMAGES,
 } from "./support/workloads";
 
 const cluster = connect();
@@ -79,6 +85,55 @@ async function runShm(column: "open" | "open+module") {
   shmRuns.set(column, await runJob(cluster, job));
 }
 
+/** Issue 46's rows: each image's pod in restricted, no securityContext, with the module. */
+const ML_ROWS = {
+  lowPort: "server on port 80 (Env PORT=80), root-built",
+  rootHome: "PATH=/root/miniconda3/bin..., root-built",
+  hfCache: "HF_HOME=/data/hf (no layer makes it), root-built",
+} as const;
+type MlRow = keyof typeof ML_ROWS;
+const mlPod = (row: MlRow): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: `ml-${row.toLowerCase()}`, namespace: RESTRICTED },
+  spec: {
+    ...(row === "lowPort" ? {} : { restartPolicy: "Never" }),
+    containers: [
+      {
+        name: "probe",
+        image: ML_SHAPE_IMAGES[row].tags[0],
+        imagePullPolicy: "IfNotPresent",
+        terminationMessagePolicy: "FallbackToLogsOnError",
+        // Ready only once it answers on its port.
+        ...(row === "lowPort"
+          ? { readinessProbe: { httpGet: { path: "/model.txt", port: 80 }, periodSeconds: 2 } }
+          : {}),
+      },
+    ],
+  },
+});
+const mlOutcomes = new Map<MlRow, Outcome>();
+async function runMlRows() {
+  const rows = Object.keys(ML_ROWS) as MlRow[];
+  const server = await runPods(cluster, [mlPod("lowPort")], "running", 90_000, warnings);
+  const jobs = await runPods(
+    cluster,
+    rows.filter(r => r !== "lowPort").map(mlPod),
+    "completion",
+    90_000,
+    warnings,
+  );
+  for (const row of rows) {
+    const name = mlPod(row).metadata!.name!;
+    mlOutcomes.set(row, (server.get(name) ?? jobs.get(name))!);
+  }
+}
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const storedSpec = async (row: MlRow): Promise<Obj> => {
+  const path = `/api/v1/namespaces/${RESTRICTED}/pods/${mlPod(row).metadata!.name}`;
+  return ((await cluster.admin.get(path)).body as Obj).spec;
+};
+
 async function run(columns: Column[]) {
   const planned = SHAPES.flatMap(shape =>
     columns.map(column => ({
@@ -127,6 +182,15 @@ afterAll(() => {
       return ran ? describeOutcome(ran.outcome, 70) : "-";
     }),
   ]);
+  for (const [row, image] of Object.entries(ML_ROWS) as [MlRow, string][])
+    rows.push([
+      mlPod(row).metadata!.name!,
+      image,
+      ...(Object.keys(COLUMNS) as Column[]).map(c => {
+        const ran = c === "bare+module" ? mlOutcomes.get(row) : undefined;
+        return ran ? describeOutcome(ran, 70) : "-";
+      }),
+    ]);
   process.stdout.write(
     `\nThe no-regression table (a training probe per image shape, on the real node):\n\n${table(
       ["shape", "image", ...Object.values(COLUMNS)],
@@ -189,8 +253,33 @@ describe("Kubernetes alone", () => {
 describe("with admission-guard", () => {
   beforeAll(async () => {
     await guard.install();
-    await Promise.all([run(WITH_MODULE), runShm("open+module")]);
+    await Promise.all([run(WITH_MODULE), runShm("open+module"), runMlRows()]);
   }, 240_000);
+
+  test("a server on port 80 (TGI's Env PORT=80) runs as UID 1000 with drop ALL and answers: the low-port sysctl at 80 (issue 46)", async () => {
+    expect(mlOutcomes.get("lowPort")).toEqual({ kind: "Running" });
+    const spec = await storedSpec("lowPort");
+    expect(spec.securityContext).toMatchObject({
+      runAsUser: 1000,
+      sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "80" }],
+    });
+    expect(spec.containers[0].securityContext.capabilities.drop).toEqual(["ALL"]);
+  });
+
+  test("an environment under /root is said at admission with the fix, never left to crash silently (issue 46)", () => {
+    const said = (warnings.get(mlPod("rootHome").metadata!.name!) ?? []).join("\n");
+    expect(said).toContain(
+      "keeps its interpreter or environment under /root (PATH /root/miniconda3/bin), which is mode 700: run as UID 1000 it cannot start. Fix: install it outside /root",
+    );
+  });
+
+  test("an image whose Env names a cache no layer makes (HF_HOME=/data/hf) Succeeds: a writable emptyDir there (issue 46)", async () => {
+    expect(mlOutcomes.get("hfCache")).toEqual({ kind: "Succeeded" });
+    const spec = await storedSpec("hfCache");
+    expect(spec.containers[0].volumeMounts).toContainEqual(
+      expect.objectContaining({ mountPath: "/data/hf" }),
+    );
+  });
 
   test("no regression: every image that Succeeds with only Pod Security's fields still Succeeds", () => {
     const succeededAlone = SHAPES.filter(s => outcome(s, "minimal").kind === "Succeeded");

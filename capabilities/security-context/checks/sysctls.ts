@@ -45,6 +45,13 @@ const SAFE_SETS = SAFE_SYSCTLS_BY_VERSION.map(([since], i) => ({
   safe: new Set(SAFE_SYSCTLS_BY_VERSION.slice(0, i + 1).flatMap(([, added]) => added)),
 }));
 
+/** The safe set of policy version 1.`minor`. */
+export function safeSysctlsAt(minor: number): ReadonlySet<string> {
+  let safe = SAFE_SETS[0].safe;
+  for (const set of SAFE_SETS) if (set.since <= minor) safe = set.safe;
+  return safe;
+}
+
 /** The safe set of the newest policy. */
 export const SAFE_SYSCTLS: ReadonlySet<string> = SAFE_SETS[SAFE_SETS.length - 1].safe;
 

@@ -9,7 +9,7 @@ import { startControlPlane } from "../../cluster/support/control-plane";
 import { STATE_ENV } from "../../cluster/support/global-setup";
 import { TestRegistry } from "../../support/registry";
 import { buildShapes, repositoryOf } from "./shapes";
-import { SEED_IMAGES } from "./workloads";
+import { ML_SHAPE_IMAGES, SEED_IMAGES } from "./workloads";
 
 declare global {
   var __admissionGuardNodeRegistry: TestRegistry | undefined;
@@ -24,7 +24,10 @@ export default async function globalSetup(): Promise<void> {
   try {
     await registry.start();
     plane.runningNode!.trustPlainHttp(registry.host);
-    const { shapes, variants } = buildShapes(join(plane.dir, "images"), SEED_IMAGES);
+    const { shapes, variants } = buildShapes(join(plane.dir, "images"), [
+      ...SEED_IMAGES,
+      ...Object.values(ML_SHAPE_IMAGES),
+    ]);
     for (const [shape, image] of shapes) registry.putBuilt(repositoryOf(shape), "1", image);
     for (const image of variants) {
       await plane.runningNode!.importImage(image.archive);

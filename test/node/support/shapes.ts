@@ -17,7 +17,7 @@ import { baseFiles, buildImage, type BuiltImage, type ImageFile, type ImageSpec 
 /**
  * The probe. MODE=train (default): write ~/.cache/huggingface and ~/.cache/torch (HOME as the
  * runtime set it: from /etc/passwd, "/" for a UID it does not list), a file under /tmp, ./outputs
- * in the WORKDIR (or $OUTPUTS_DIR), /dev/shm, and a checkpoint in $CHECKPOINT_DIR when set. MODE=serve: read the
+ * in the WORKDIR (or $OUTPUTS_DIR), /dev/shm, a checkpoint in $CHECKPOINT_DIR and $HF_HOME when set. MODE=serve: read the
  * model file and serve it over HTTP, writing nothing. Each step prints `ok` or `FAIL` with the
  * error; the summary is the last line, which the kubelet keeps as the termination message.
  */
@@ -32,7 +32,7 @@ echo "uid=$(id -u) gid=$(id -g) groups=$(id -G) HOME=$HOME PWD=$(pwd)"
 if [ "\${MODE:-train}" = serve ]; then
   step read-model cat /srv/model.txt
   [ -n "$failed" ] && { echo "probe failed:$failed" | tee /dev/termination-log; exit 1; }
-  exec httpd -f -p 8080 -h /srv
+  exec httpd -f -p "\${PORT:-8080}" -h /srv
 fi
 step hf-cache write "$HOME/.cache/huggingface"
 step torch-cache write "$HOME/.cache/torch"
@@ -40,6 +40,7 @@ step tmp write /tmp
 step outputs write "\${OUTPUTS_DIR:-./outputs}"
 step shm write /dev/shm
 [ -n "$CHECKPOINT_DIR" ] && step checkpoint write "$CHECKPOINT_DIR"
+[ -n "$HF_HOME" ] && step hf-home write "$HF_HOME"
 if [ -n "$failed" ]; then
   echo "probe failed:$failed" | tee /dev/termination-log
   exit 1
@@ -191,7 +192,10 @@ export function buildShapes(outDir: string, variants: ImageVariant[] = []) {
   const shapes = new Map(SHAPES.map(shape => [shape, buildImage(shapeSpec(shape), outDir)]));
   const others: BuiltImage[] = variants.map(variant => {
     const spec = shapeSpec(variant.shape);
-    const config = { ...spec.config, Env: [...(spec.config.Env ?? []), ...(variant.env ?? [])] };
+    // A variable the variant sets replaces the shape's (PATH), as a Dockerfile's ENV would.
+    const names = new Set((variant.env ?? []).map(e => e.split("=", 1)[0]));
+    const kept = (spec.config.Env ?? []).filter(e => !names.has(e.split("=", 1)[0]));
+    const config = { ...spec.config, Env: [...kept, ...(variant.env ?? [])] };
     return buildImage({ ...spec, tags: variant.tags, config }, outDir);
   });
   return { shapes, variants: others };

@@ -23,6 +23,29 @@ export const SEED_IMAGES: ImageVariant[] = [
     env: ["MODE=serve"],
   },
 ];
+/**
+ * Issue 46's shapes, as root-built probes served under docker.io names (mirrored as the seeds'
+ * are): a server on port 80 (TGI's Env PORT=80), an environment under /root on PATH (Miniconda
+ * installed as root), and Hugging Face's cache in a directory no layer makes (HF_HOME=/data/hf:
+ * the runtime would make it, root's).
+ */
+export const ML_SHAPE_IMAGES = {
+  lowPort: {
+    shape: "root-built-scratch",
+    tags: ["docker.io/admission-guard/low-port-server:1"],
+    env: ["MODE=serve", "PORT=80"],
+  },
+  rootHome: {
+    shape: "root-built-scratch",
+    tags: ["docker.io/admission-guard/conda-under-root:1"],
+    env: ["PATH=/root/miniconda3/bin:/bin:/usr/local/bin"],
+  },
+  hfCache: {
+    shape: "root-built-scratch",
+    tags: ["docker.io/admission-guard/hf-cache:1"],
+    env: ["HF_HOME=/data/hf"],
+  },
+} satisfies Record<string, ImageVariant>;
 export const SEED_REGISTRIES = ["ghcr.io", "private-registry.com", "docker.io"];
 
 /**

@@ -363,3 +363,49 @@ describe("image-paths: the merged view, pure", () => {
     expect(lookupNode(layers, "/etc/passwd", "meta")).toEqual({ absent: true });
   });
 });
+
+describe("a root image's Env-named cache dirs (ADR 0038)", () => {
+  const DIRS = { rootDirs: true };
+
+  it("read in one pass over its layers: a root-owned dir, a world-writable one, one absent; a file there is neither", async () => {
+    putLayeredImage(
+      registry,
+      "ml/hf",
+      "1",
+      {
+        WorkingDir: "/",
+        Env: [
+          "HF_HOME=/data/hf",
+          "TORCH_HOME=/cache/torch",
+          "XDG_CACHE_HOME=/nowhere/cache",
+          "MPLCONFIGDIR=/etc/passwd",
+        ],
+      },
+      [
+        ROOT_BASE,
+        layer([{ path: "data" }, { path: "data/hf", mode: 0o755 }]),
+        layer([{ path: "cache" }, { path: "cache/torch", mode: 0o777 }]),
+      ],
+    );
+    expect(await filesOf("ml/hf:1", DIRS)).toEqual({
+      copier: true,
+      dirs: [
+        ["/data/hf", { uid: 0, gid: 0, mode: 0o755 }],
+        ["/cache/torch", { uid: 0, gid: 0, mode: 0o777 }],
+        ["/nowhere/cache", null],
+      ],
+    });
+    // The config and each of the three layers once.
+    expect(blobRequests()).toBe(4);
+  });
+
+  it("not read without rootDirs (securityContext.cacheDirs off), nor for an image with a numeric USER", async () => {
+    putLayeredImage(registry, "ml/hf-off", "1", { Env: ["HF_HOME=/data/hf"] }, [ROOT_BASE]);
+    putLayeredImage(registry, "ml/hf-user", "1", { User: "1001", Env: ["HF_HOME=/data/hf"] }, [
+      ROOT_BASE,
+    ]);
+    expect(await filesOf("ml/hf-off:1")).toBeUndefined();
+    expect(await filesOf("ml/hf-user:1", DIRS)).toBeUndefined();
+    expect(blobRequests()).toBe(2);
+  });
+});

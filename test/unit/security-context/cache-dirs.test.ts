@@ -1,0 +1,139 @@
+// A root image's Env-named cache dirs the UID cannot write get a writable emptyDir
+// (capabilities/security-context/cache-dirs.ts): only where its layers show them root's or absent.
+import { MAX_CACHE_DIR_MOUNTS } from "../../../capabilities/security-context/cache-dirs";
+import type { V1Container } from "@kubernetes/client-node";
+import { fixPodSecurity } from "../../../capabilities/security-context/fix";
+import { imageUserOf, type ImageUser } from "../../../capabilities/security-context/image-user";
+import { CACHE_ENV, shapesOf } from "../../../lib/images/config-shapes";
+import type { ImageFiles } from "../../../lib/images/image-files";
+import type { KubeObject } from "../../../lib/objects/pod";
+import { podTemplateOf } from "../../../lib/workload-kinds/built-in";
+import { defaultSettings } from "../../../lib/settings";
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const settings = defaultSettings().securityContext;
+const ROOTS = { uid: 0, gid: 0, mode: 0o755 };
+/** A root image with this Env and what its layers said of the dirs. */
+function image(
+  env: string[],
+  dirs: ImageFiles["dirs"],
+  extra: { user?: string; workingDir?: string } = {},
+): ImageUser {
+  const shapes = shapesOf({ Env: env });
+  return imageUserOf("img", {
+    state: "known",
+    config: {
+      digest: "sha256:x",
+      user: extra.user ?? "",
+      workingDir: extra.workingDir ?? "",
+      // HOME from its Env, as the registry client reads it.
+      home: env.find(e => e.startsWith("HOME="))?.slice(5),
+      ...(shapes ? { shapes } : {}),
+      files: { dirs },
+    },
+  });
+}
+
+function fix(user: ImageUser, container: Obj = {}, s = settings) {
+  const p: Obj = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "ml" },
+    spec: { containers: [{ name: "train", image: "img", ...container }] },
+  };
+  const changes = fixPodSecurity(podTemplateOf(p as KubeObject)!, s, {
+    users: new Map([[p.spec.containers[0], user]]),
+  });
+  const mounts = (p.spec.containers[0].volumeMounts ?? []).map((m: Obj) => m.mountPath);
+  return { p, changes, mounts };
+}
+
+describe("a root image's Env-named cache dirs", () => {
+  test("root-owned and absent dirs get an emptyDir, recorded as cacheDirs; a world-writable one does not", () => {
+    const { p, changes, mounts } = fix(
+      image(
+        ["HF_HOME=/data/hf", "TORCH_HOME=/cache/torch", "MLFLOW_TRACKING_URI=file:///mlruns"],
+        [
+          ["/data/hf", ROOTS],
+          ["/cache/torch", { uid: 0, gid: 0, mode: 0o777 }],
+          ["/mlruns", null],
+        ],
+      ),
+    );
+    expect(mounts).toEqual(["/home/workload", "/data/hf", "/mlruns"]);
+    expect(p.spec.volumes).toContainEqual({ name: "ag-writable-data-hf", emptyDir: {} });
+    expect(changes.filter(c => c.rule === "cacheDirs").map(c => c.message)).toEqual([
+      'spec.volumes[1]={"name":"ag-writable-data-hf","emptyDir":{}}',
+      'spec.containers[0].volumeMounts[1]={"name":"ag-writable-data-hf","mountPath":"/data/hf"}',
+      'spec.volumes[2]={"name":"ag-writable-mlruns","emptyDir":{}}',
+      'spec.containers[0].volumeMounts[2]={"name":"ag-writable-mlruns","mountPath":"/mlruns"}',
+    ]);
+  });
+
+  test("under WORKDIR or the image's HOME, named again by the container's env, or under its own volume: nothing", () => {
+    const user = image(
+      [
+        "HOME=/opt/home",
+        "HF_HOME=/workspace/hf",
+        "TORCH_HOME=/opt/home/torch",
+        "XDG_CACHE_HOME=/c",
+      ],
+      [
+        ["/workspace/hf", ROOTS],
+        ["/opt/home/torch", ROOTS],
+        ["/c", ROOTS],
+      ],
+      { workingDir: "/workspace" },
+    );
+    expect(fix(user, { env: [{ name: "XDG_CACHE_HOME", value: "/tmp/c" }] }).mounts).not.toContain(
+      "/c",
+    );
+    const own = fix(user, { volumeMounts: [{ name: "data", mountPath: "/" }] });
+    expect(own.changes.filter(c => c.rule === "cacheDirs")).toEqual([]);
+    const plain = fix(user);
+    expect(plain.mounts).toContain("/c");
+    expect(plain.mounts).not.toContain("/workspace/hf");
+    expect(plain.mounts).not.toContain("/opt/home/torch");
+  });
+
+  test("its layers not read for it, a numeric USER, or securityContext.cacheDirs off: nothing", () => {
+    const unread = image(["HF_HOME=/data/hf"], undefined);
+    expect(fix(unread).mounts).not.toContain("/data/hf");
+    const numeric = image(["HF_HOME=/data/hf"], [["/data/hf", ROOTS]], { user: "1001" });
+    expect(fix(numeric).mounts).toEqual([]);
+    const off = fix(
+      image(["HF_HOME=/data/hf"], [["/data/hf", ROOTS]]),
+      {},
+      {
+        ...settings,
+        cacheDirs: "off",
+      },
+    );
+    expect(off.mounts).not.toContain("/data/hf");
+  });
+
+  test(`at most ${MAX_CACHE_DIR_MOUNTS} per pod, whatever its images' Env say`, () => {
+    // Two images of eight cache dirs each (a config keeps eight at most): eight mounted.
+    const images = [0, 1].map(c => {
+      const names = [...CACHE_ENV].filter(n => n !== "MLFLOW_TRACKING_URI").slice(0, 8);
+      return image(
+        names.map((n, i) => `${n}=/c${c}/d${i}`),
+        names.map((_, i) => [`/c${c}/d${i}`, null]),
+      );
+    });
+    const p: Obj = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "ml" },
+      spec: { containers: [0, 1].map(c => ({ name: `c${c}`, image: `img${c}` })) },
+    };
+    const users = new Map<V1Container, ImageUser>(
+      p.spec.containers.map((c: V1Container, i: number) => [c, images[i]]),
+    );
+    const changes = fixPodSecurity(podTemplateOf(p as KubeObject)!, settings, { users });
+    expect(
+      changes.filter(c => c.rule === "cacheDirs" && c.message.includes(".volumeMounts[")),
+    ).toHaveLength(MAX_CACHE_DIR_MOUNTS);
+  });
+});
