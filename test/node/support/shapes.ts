@@ -15,6 +15,7 @@
 import {
   baseFiles,
   buildImage,
+  largeUpperLayer,
   ROOT_GROUP,
   ROOT_PASSWD,
   type BuiltImage,
@@ -101,7 +102,7 @@ interface ImageUser {
   groups?: string;
 }
 
-/** The named user of the nonroot-named shapes. */
+/** The named user of the nonroot-named shapes and rows. */
 const ML: ImageUser = {
   name: "ml",
   uid: 1002,
@@ -203,6 +204,48 @@ export function shapeSpec(shape: Shape): ImageSpec {
   }
 }
 
+/**
+ * Issue 41's rows beyond the shapes, each an image of its own run in restricted with the module
+ * (with no policy the runtime would refuse the unlisted name, so they are not in every column):
+ * - named-large-layer: `USER ml` (1002) whose /etc/passwd sits under a 256 MiB install layer (a
+ *   framework's wheels after `useradd`): resolved, or warned, within the request's deadline;
+ * - named-unlisted: `USER mlsvc`, a name its /etc/passwd does not list, its job writing HOME, /tmp,
+ *   /dev/shm (OUTPUTS_DIR=/tmp/outputs): runs as the configured UID, warned with the name;
+ * - root-workdir-over: root-built, 64 KiB under WORKDIR /workspace, over the
+ *   securityContext.workdirCopyBytes the table's module is given (ROW_WORKDIR_COPY_BYTES): warned,
+ *   not copied.
+ */
+export const ROWS = ["named-large-layer", "named-unlisted", "root-workdir-over"] as const;
+export type Row = (typeof ROWS)[number];
+export const ROW_USERS: Record<Row, string> = {
+  "named-large-layer": "USER ml (1002), /etc/passwd under a 256 MiB layer",
+  "named-unlisted": "USER mlsvc (not in /etc/passwd), writes HOME, /tmp, /dev/shm",
+  "root-workdir-over": "no USER (root), 64 KiB under WORKDIR /workspace, writes ./outputs",
+};
+export const LARGE_LAYER_BYTES = 256 * 1024 * 1024;
+/** securityContext.workdirCopyBytes of the table's module: root-built's WORKDIR under, the row's over. */
+export const ROW_WORKDIR_COPY_BYTES = 16 * 1024;
+export const rowRepository = (row: Row) => `admission-guard/probe-${row}`;
+export const rowImage = (registry: string, row: Row) => `${registry}/${rowRepository(row)}:1`;
+
+export function rowSpec(row: Row): ImageSpec {
+  switch (row) {
+    case "named-large-layer": {
+      const spec = nonRoot(row, ML, "ml");
+      return { ...spec, files: [...spec.files, ...largeUpperLayer(LARGE_LAYER_BYTES)] };
+    }
+    case "named-unlisted": {
+      const spec = nonRoot(row, ML, "mlsvc");
+      return {
+        ...spec,
+        config: { ...spec.config, Env: [...(spec.config.Env ?? []), "OUTPUTS_DIR=/tmp/outputs"] },
+      };
+    }
+    case "root-workdir-over":
+      return rootBuilt(row, [], [{ path: "workspace/weights.bin", bytes: 64 * 1024, mode: 0o644 }]);
+  }
+}
+
 /** A shape under other names (a seed's image), with more environment (MODE=serve). */
 export interface ImageVariant {
   shape: Shape;
@@ -210,7 +253,7 @@ export interface ImageVariant {
   env?: string[];
 }
 
-/** Every shape built into `outDir` (by shape), and each variant as an image of its own. */
+/** Every shape and row built into `outDir` (by name), and each variant as an image of its own. */
 export function buildShapes(outDir: string, variants: ImageVariant[] = []) {
   const shapes = new Map(SHAPES.map(shape => [shape, buildImage(shapeSpec(shape), outDir)]));
   const others: BuiltImage[] = variants.map(variant => {
@@ -221,5 +264,6 @@ export function buildShapes(outDir: string, variants: ImageVariant[] = []) {
     const config = { ...spec.config, Env: [...kept, ...(variant.env ?? [])] };
     return buildImage({ ...spec, tags: variant.tags, config }, outDir);
   });
-  return { shapes, variants: others };
+  const rows = new Map(ROWS.map(row => [row, buildImage(rowSpec(row), outDir)]));
+  return { shapes, variants: others, rows };
 }
