@@ -15,13 +15,29 @@
 // server on port 80 Running and answering (the low-port sysctl), an environment under /root warned
 // at admission with the fix, a Hugging Face cache in a root-owned place Succeeded (an emptyDir).
 //
+// Three more rows (issue 41), each an image of its own, in restricted with no securityContext,
+// with the module (given securityContext.workdirCopyBytes 16 KiB, so one row's WORKDIR is over it
+// and root-built's 8 bytes are not): a named user whose /etc/passwd sits under a 256 MiB layer
+// resolved or warned within the request's deadline, a name the image does not list running as the
+// configured UID (warned), a root-built WORKDIR over the bound warned and not copied. USER
+// name:group is the nonroot-named-group shape.
+//
 // One more row (issue 29): a PyTorch-style job whose DataLoader workers share 256 MiB through
 // /dev/shm fails on the runtime's 64 MiB alone, and Succeeds with the module's shared-memory fix
 // (turned on for every pod by its namespace label: the node has no GPU).
 import { applyObjects, connect, namespace, useModule } from "../cluster/support/cluster";
 import { installModule, type InstalledModule } from "../cluster/support/module";
 import type { KubeObject } from "../../lib/objects/pod";
-import { SHAPES, SHAPE_USERS, type Shape } from "./support/shapes";
+import {
+  ROWS,
+  ROW_USERS,
+  ROW_WORKDIR_COPY_BYTES,
+  rowImage,
+  SHAPES,
+  SHAPE_USERS,
+  type Row,
+  type Shape,
+} from "./support/shapes";
 import {
   describeOutcome,
   nodeModuleEnv,
@@ -37,7 +53,12 @@ import {
 
 const cluster = connect();
 const registry = cluster.node!.registry!;
-const guard = useModule(cluster, { env: nodeModuleEnv(registry) });
+const guard = useModule(cluster, {
+  env: {
+    ...nodeModuleEnv(registry),
+    ADMISSION_GUARD_SECURITY_CONTEXT_WORKDIR_COPY_BYTES: String(ROW_WORKDIR_COPY_BYTES),
+  },
+});
 
 const OPEN = "node-open";
 const RESTRICTED = "node-restricted";
@@ -129,10 +150,36 @@ async function runMlRows() {
   }
 }
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-const storedSpec = async (row: MlRow): Promise<Obj> => {
-  const path = `/api/v1/namespaces/${RESTRICTED}/pods/${mlPod(row).metadata!.name}`;
+const storedPodSpec = async (pod: KubeObject): Promise<Obj> => {
+  const path = `/api/v1/namespaces/${RESTRICTED}/pods/${pod.metadata!.name}`;
   return ((await cluster.admin.get(path)).body as Obj).spec;
 };
+const storedSpec = (row: MlRow) => storedPodSpec(mlPod(row));
+
+/** Issue 41's rows: each image's training probe in restricted, no securityContext, with the module. */
+const rowPod = (row: Row): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: `row-${row}`, namespace: RESTRICTED },
+  spec: {
+    restartPolicy: "Never",
+    containers: [
+      {
+        name: "probe",
+        image: rowImage(registry, row),
+        imagePullPolicy: "IfNotPresent",
+        terminationMessagePolicy: "FallbackToLogsOnError",
+      },
+    ],
+  },
+});
+const rowOutcomes = new Map<Row, Outcome>();
+async function runRows() {
+  const pods = ROWS.map(rowPod);
+  const results = await runPods(cluster, pods, "completion", 90_000, warnings);
+  for (const row of ROWS) rowOutcomes.set(row, results.get(rowPod(row).metadata!.name!)!);
+}
+const rowWarnings = (row: Row) => (warnings.get(rowPod(row).metadata!.name!) ?? []).join("\n");
 
 async function run(columns: Column[]) {
   const planned = SHAPES.flatMap(shape =>
@@ -188,6 +235,15 @@ afterAll(() => {
       image,
       ...(Object.keys(COLUMNS) as Column[]).map(c => {
         const ran = c === "bare+module" ? mlOutcomes.get(row) : undefined;
+        return ran ? describeOutcome(ran, 70) : "-";
+      }),
+    ]);
+  for (const row of ROWS)
+    rows.push([
+      rowPod(row).metadata!.name!,
+      ROW_USERS[row],
+      ...(Object.keys(COLUMNS) as Column[]).map(c => {
+        const ran = c === "bare+module" ? rowOutcomes.get(row) : undefined;
         return ran ? describeOutcome(ran, 70) : "-";
       }),
     ]);
@@ -253,7 +309,7 @@ describe("Kubernetes alone", () => {
 describe("with admission-guard", () => {
   beforeAll(async () => {
     await guard.install();
-    await Promise.all([run(WITH_MODULE), runShm("open+module"), runMlRows()]);
+    await Promise.all([run(WITH_MODULE), runShm("open+module"), runMlRows(), runRows()]);
   }, 240_000);
 
   test("a server on port 80 (TGI's Env PORT=80) runs as UID 1000 with drop ALL and answers: the low-port sysctl at 80 (issue 46)", async () => {
@@ -333,6 +389,53 @@ describe("with admission-guard", () => {
         ]);
         expect((warnings.get(podName(shape, column)) ?? []).join("\n")).not.toContain("a name");
       }
+  });
+
+  test("a named user whose /etc/passwd sits under a 256 MiB layer is resolved or warned within the request's deadline, never past it (issue 41)", async () => {
+    const spec = await storedPodSpec(rowPod("named-large-layer"));
+    const said = rowWarnings("named-large-layer");
+    // Either its layers were read in time (UID 1002, its own HOME and WORKDIR: Succeeded, nothing
+    // said), or the pod was answered at the deadline with the configured UID and a warning saying
+    // what was not known (its WORKDIR, 1002's, then fails the probe). Past the deadline the API
+    // server would have refused the pod: neither of these.
+    const answer = {
+      runAsUser: spec.securityContext?.runAsUser,
+      kind: rowOutcomes.get("named-large-layer")?.kind,
+      warned:
+        /probe-named-large-layer:1" \(container "probe"\) (was not inspected \(|runs as user "ml", a name \()/.test(
+          said,
+        ),
+    };
+    expect([
+      { runAsUser: 1002, kind: "Succeeded", warned: false },
+      { runAsUser: 1000, kind: "Failed", warned: true },
+    ]).toContainEqual(answer);
+  });
+
+  test("a name the image does not list runs as the configured UID, warned with the name (issue 41)", async () => {
+    expect(rowOutcomes.get("named-unlisted")).toEqual({ kind: "Succeeded" });
+    expect((await storedPodSpec(rowPod("named-unlisted"))).securityContext).toMatchObject({
+      runAsUser: 1000,
+    });
+    expect(rowWarnings("named-unlisted")).toContain(
+      `runs as user "mlsvc", a name (the image's /etc/passwd does not list "mlsvc")`,
+    );
+  });
+
+  test("a root-built WORKDIR over securityContext.workdirCopyBytes is warned with why and the fix, not copied (issue 41)", async () => {
+    const spec = await storedPodSpec(rowPod("root-workdir-over"));
+    expect(spec.initContainers).toBeUndefined();
+    expect(JSON.stringify(spec)).not.toContain("ag-workdir");
+    expect(rowWarnings("root-workdir-over")).toMatch(
+      new RegExp(
+        `not copied to a writable emptyDir: \\d+ bytes under /workspace are over securityContext\\.workdirCopyBytes \\(${ROW_WORKDIR_COPY_BYTES}\\)\\)\\. Fix: .*or mount a writable volume at /workspace`,
+      ),
+    );
+    // What the warning said may happen: its first write into WORKDIR fails.
+    expect(rowOutcomes.get("root-workdir-over")).toEqual({
+      kind: "Failed",
+      message: expect.stringContaining("probe failed: outputs"),
+    });
   });
 
   test("a root-built image writing its root-owned WORKDIR runs: an init container copies WORKDIR to an emptyDir there, said at admission (ADR 0033)", () => {

@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import {
   chmodSync,
   chownSync,
+  copyFileSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -26,9 +27,55 @@ export interface LayerFile {
   symlink?: string;
   /** Another path of the same layer, relative to the root. */
   hardlink?: string;
+  /** A file's content from this machine (a symlink is followed). */
+  copyFrom?: string;
+  /** A whole directory tree from this machine, copied as it is (owners, modes, links). */
+  copyTree?: string;
   uid?: number;
   gid?: number;
   mode?: number;
+}
+
+/** Stages `files` under `root` as a builder would leave them (needs root for the owners). */
+export function stageLayer(root: string, files: LayerFile[]): void {
+  for (const f of files) {
+    const target = join(root, f.path);
+    mkdirSync(dirname(target), { recursive: true });
+    if (f.copyTree !== undefined) {
+      execFileSync("cp", ["-a", f.copyTree, target]);
+      continue; // owners and modes as they are on this machine
+    }
+    if (f.symlink !== undefined) symlinkSync(f.symlink, target);
+    else if (f.hardlink !== undefined) execFileSync("ln", [join(root, f.hardlink), target]);
+    else if (f.copyFrom !== undefined) copyFileSync(f.copyFrom, target);
+    else if (f.content !== undefined) writeFileSync(target, f.content);
+    else mkdirSync(target, { recursive: true });
+    if (f.hardlink !== undefined) continue; // the same inode as its target: owned as it is
+    if (f.symlink === undefined) {
+      const file = f.content !== undefined || f.copyFrom !== undefined;
+      chmodSync(target, f.mode ?? (file ? 0o644 : 0o755));
+      chownSync(target, f.uid ?? 0, f.gid ?? 0);
+    } else execFileSync("chown", ["-h", `${f.uid ?? 0}:${f.gid ?? 0}`, target]);
+  }
+}
+
+/** Packs a staged tree into the tar `out`: sorted names, fixed times, numeric owners (reproducible). */
+export function packLayer(
+  root: string,
+  out: string,
+  format: "gnu" | "pax" | "ustar" = "pax",
+): void {
+  execFileSync("tar", [
+    `--format=${format}`,
+    "--numeric-owner",
+    "--sort=name",
+    "--mtime=@0",
+    "-C",
+    root,
+    "-cf",
+    out,
+    ".",
+  ]);
 }
 
 /** A layer packed by GNU tar from a staged tree (needs root for the owners: the tests run as root). */
@@ -37,31 +84,9 @@ export function gnuTar(files: LayerFile[], format: "gnu" | "pax" | "ustar" = "pa
   const root = join(work, "root");
   mkdirSync(root);
   try {
-    for (const f of files) {
-      const target = join(root, f.path);
-      mkdirSync(dirname(target), { recursive: true });
-      if (f.symlink !== undefined) symlinkSync(f.symlink, target);
-      else if (f.hardlink !== undefined) execFileSync("ln", [join(root, f.hardlink), target]);
-      else if (f.content !== undefined) writeFileSync(target, f.content);
-      else mkdirSync(target, { recursive: true });
-      if (f.hardlink !== undefined) continue; // the same inode as its target: owned as it is
-      if (f.symlink === undefined) {
-        chmodSync(target, f.mode ?? (f.content !== undefined ? 0o644 : 0o755));
-        chownSync(target, f.uid ?? 0, f.gid ?? 0);
-      } else execFileSync("chown", ["-h", `${f.uid ?? 0}:${f.gid ?? 0}`, target]);
-    }
+    stageLayer(root, files);
     const out = join(work, "layer.tar");
-    execFileSync("tar", [
-      `--format=${format}`,
-      "--numeric-owner",
-      "--sort=name",
-      "--mtime=@0",
-      "-C",
-      root,
-      "-cf",
-      out,
-      ".",
-    ]);
+    packLayer(root, out, format);
     return readFileSync(out);
   } finally {
     rmSync(work, { recursive: true, force: true });

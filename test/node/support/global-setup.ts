@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { startControlPlane } from "../../cluster/support/control-plane";
 import { STATE_ENV } from "../../cluster/support/global-setup";
 import { TestRegistry } from "../../support/registry";
-import { buildShapes, repositoryOf } from "./shapes";
+import { buildShapes, repositoryOf, rowRepository } from "./shapes";
 import { ML_SHAPE_IMAGES, SEED_IMAGES } from "./workloads";
 
 declare global {
@@ -24,11 +24,12 @@ export default async function globalSetup(): Promise<void> {
   try {
     await registry.start();
     plane.runningNode!.trustPlainHttp(registry.host);
-    const { shapes, variants } = buildShapes(join(plane.dir, "images"), [
+    const { shapes, variants, rows } = buildShapes(join(plane.dir, "images"), [
       ...SEED_IMAGES,
       ...Object.values(ML_SHAPE_IMAGES),
     ]);
     for (const [shape, image] of shapes) registry.putBuilt(repositoryOf(shape), "1", image);
+    for (const [row, image] of rows) registry.putBuilt(rowRepository(row), "1", image);
     for (const image of variants) {
       await plane.runningNode!.importImage(image.archive);
       for (const tag of image.tags) {

@@ -12,7 +12,16 @@
 // - nonroot-named-group: `USER ml:train` (1002, group train 2000), its WORKDIR writable only by the
 //   group train: runs only when the group is resolved too (issue 41);
 // - user-1000: `USER 1000` with group 100 and a home in /etc/passwd (the notebook images' jovyan).
-import { baseFiles, buildImage, type BuiltImage, type ImageFile, type ImageSpec } from "./images";
+import {
+  baseFiles,
+  buildImage,
+  largeUpperLayer,
+  ROOT_GROUP,
+  ROOT_PASSWD,
+  type BuiltImage,
+  type ImageFile,
+  type ImageSpec,
+} from "./images";
 
 /**
  * The probe. MODE=train (default): write ~/.cache/huggingface and ~/.cache/torch (HOME as the
@@ -72,32 +81,59 @@ export const SHAPE_USERS: Record<Shape, string> = {
 export const repositoryOf = (shape: Shape) => `admission-guard/probe-${shape}`;
 export const imageOf = (registry: string, shape: Shape) => `${registry}/${repositoryOf(shape)}:1`;
 
-const ROOT_PASSWD = "root:x:0:0:root:/root:/bin/sh\n";
-const ROOT_GROUP = "root:x:0:\n";
-
-function common(passwd: string, group: string): ImageFile[] {
+/** A root base, then the probe and its model: what every shape has (the user layer between). */
+function common(): ImageFile[] {
   return [
-    ...baseFiles(passwd, group),
+    ...baseFiles(),
     { path: "usr/local/bin/probe", content: PROBE, mode: 0o755 },
     { path: "srv", mode: 0o755 },
     { path: "srv/model.txt", content: "weights\n", mode: 0o644 },
   ];
 }
 
-function nonRoot(
-  shape: Shape,
-  user: { name: string; uid: number; gid: number; group: string; home: string; workdir: string },
-  imageUser: string,
-): ImageSpec {
+interface ImageUser {
+  name: string;
+  uid: number;
+  gid: number;
+  group: string;
+  home: string;
+  workdir: string;
+  /** More /etc/group lines (a group the user is in). */
+  groups?: string;
+}
+
+/** The named user of the nonroot-named shapes and rows. */
+const ML: ImageUser = {
+  name: "ml",
+  uid: 1002,
+  gid: 1002,
+  group: "ml",
+  home: "/home/ml",
+  workdir: "/home/ml/work",
+};
+
+/**
+ * An image built `RUN useradd ...; WORKDIR ...; USER ...`: its user layer rewrites /etc/passwd and
+ * /etc/group over the base's and makes HOME and WORKDIR, owned by the user.
+ */
+function nonRoot(shape: string, user: ImageUser, imageUser: string): ImageSpec {
   const { name, uid, gid, home, workdir } = user;
-  const passwd = `${ROOT_PASSWD}${name}:x:${uid}:${gid}::${home}:/bin/sh\n`;
-  const group = `${ROOT_GROUP}${user.group}:x:${gid}:\n`;
   return {
-    tags: [`localhost/${repositoryOf(shape)}:1`],
+    tags: [`localhost/admission-guard/probe-${shape}:1`],
     files: [
-      ...common(passwd, group),
-      { path: home.slice(1), mode: 0o755, uid, gid },
-      { path: workdir.slice(1), mode: 0o755, uid, gid },
+      ...common(),
+      {
+        path: "etc/passwd",
+        content: `${ROOT_PASSWD}${name}:x:${uid}:${gid}::${home}:/bin/sh\n`,
+        layer: "user",
+      },
+      {
+        path: "etc/group",
+        content: `${ROOT_GROUP}${user.group}:x:${gid}:\n${user.groups ?? ""}`,
+        layer: "user",
+      },
+      { path: home.slice(1), mode: 0o755, uid, gid, layer: "user" },
+      { path: workdir.slice(1), mode: 0o755, uid, gid, layer: "user" },
     ],
     config: {
       User: imageUser,
@@ -108,27 +144,30 @@ function nonRoot(
   };
 }
 
+/** A root-built image: no USER, WORKDIR /workspace made (root's) by its own step, the app in it. */
+function rootBuilt(shape: string, env: string[], workspace: ImageFile[] = []): ImageSpec {
+  return {
+    tags: [`localhost/admission-guard/probe-${shape}:1`],
+    files: [
+      ...common(),
+      { path: "workspace", mode: 0o755, layer: "user" },
+      // What the job's code reads from its WORKDIR: kept by the module's copy (ADR 0033).
+      { path: "workspace/config.yaml", content: "lr: 0.1\n", mode: 0o644 },
+      ...workspace,
+    ],
+    config: {
+      WorkingDir: "/workspace",
+      Entrypoint: ["/usr/local/bin/probe"],
+      Env: ["PATH=/bin:/usr/local/bin", ...env],
+    },
+  };
+}
+
 export function shapeSpec(shape: Shape): ImageSpec {
   switch (shape) {
     case "root-built":
     case "root-built-scratch":
-      return {
-        tags: [`localhost/${repositoryOf(shape)}:1`],
-        files: [
-          ...common(ROOT_PASSWD, ROOT_GROUP),
-          { path: "workspace", mode: 0o755 },
-          // What the job's code reads from its WORKDIR: kept by the module's copy (ADR 0033).
-          { path: "workspace/config.yaml", content: "lr: 0.1\n", mode: 0o644 },
-        ],
-        config: {
-          WorkingDir: "/workspace",
-          Entrypoint: ["/usr/local/bin/probe"],
-          Env: [
-            "PATH=/bin:/usr/local/bin",
-            ...(shape === "root-built-scratch" ? ["OUTPUTS_DIR=/tmp/outputs"] : []),
-          ],
-        },
-      };
+      return rootBuilt(shape, shape === "root-built-scratch" ? ["OUTPUTS_DIR=/tmp/outputs"] : []);
     case "nonroot-numeric":
       return nonRoot(
         shape,
@@ -136,31 +175,16 @@ export function shapeSpec(shape: Shape): ImageSpec {
         "1001",
       );
     case "nonroot-named":
-      return nonRoot(
-        shape,
-        {
-          name: "ml",
-          uid: 1002,
-          gid: 1002,
-          group: "ml",
-          home: "/home/ml",
-          workdir: "/home/ml/work",
-        },
-        "ml",
-      );
+      return nonRoot(shape, ML, "ml");
     case "nonroot-named-group": {
+      // /etc/group lists train; WORKDIR is root's, writable by train (2000) only.
       const spec = nonRoot(
         shape,
-        { name: "ml", uid: 1002, gid: 1002, group: "ml", home: "/home/ml", workdir: "/work" },
+        { ...ML, workdir: "/work", groups: "train:x:2000:ml\n" },
         "ml:train",
       );
-      // /etc/group lists train; WORKDIR is root's, writable by train (2000) only.
       const files = spec.files.map(f =>
-        f.path === "etc/group"
-          ? { ...f, content: `${f.content}train:x:2000:ml\n` }
-          : f.path === "work"
-            ? { ...f, uid: 0, gid: 2000, mode: 0o775 }
-            : f,
+        f.path === "work" ? { ...f, uid: 0, gid: 2000, mode: 0o775 } : f,
       );
       return { ...spec, files };
     }
@@ -180,6 +204,48 @@ export function shapeSpec(shape: Shape): ImageSpec {
   }
 }
 
+/**
+ * Issue 41's rows beyond the shapes, each an image of its own run in restricted with the module
+ * (with no policy the runtime would refuse the unlisted name, so they are not in every column):
+ * - named-large-layer: `USER ml` (1002) whose /etc/passwd sits under a 256 MiB install layer (a
+ *   framework's wheels after `useradd`): resolved, or warned, within the request's deadline;
+ * - named-unlisted: `USER mlsvc`, a name its /etc/passwd does not list, its job writing HOME, /tmp,
+ *   /dev/shm (OUTPUTS_DIR=/tmp/outputs): runs as the configured UID, warned with the name;
+ * - root-workdir-over: root-built, 64 KiB under WORKDIR /workspace, over the
+ *   securityContext.workdirCopyBytes the table's module is given (ROW_WORKDIR_COPY_BYTES): warned,
+ *   not copied.
+ */
+export const ROWS = ["named-large-layer", "named-unlisted", "root-workdir-over"] as const;
+export type Row = (typeof ROWS)[number];
+export const ROW_USERS: Record<Row, string> = {
+  "named-large-layer": "USER ml (1002), /etc/passwd under a 256 MiB layer",
+  "named-unlisted": "USER mlsvc (not in /etc/passwd), writes HOME, /tmp, /dev/shm",
+  "root-workdir-over": "no USER (root), 64 KiB under WORKDIR /workspace, writes ./outputs",
+};
+export const LARGE_LAYER_BYTES = 256 * 1024 * 1024;
+/** securityContext.workdirCopyBytes of the table's module: root-built's WORKDIR under, the row's over. */
+export const ROW_WORKDIR_COPY_BYTES = 16 * 1024;
+export const rowRepository = (row: Row) => `admission-guard/probe-${row}`;
+export const rowImage = (registry: string, row: Row) => `${registry}/${rowRepository(row)}:1`;
+
+export function rowSpec(row: Row): ImageSpec {
+  switch (row) {
+    case "named-large-layer": {
+      const spec = nonRoot(row, ML, "ml");
+      return { ...spec, files: [...spec.files, ...largeUpperLayer(LARGE_LAYER_BYTES)] };
+    }
+    case "named-unlisted": {
+      const spec = nonRoot(row, ML, "mlsvc");
+      return {
+        ...spec,
+        config: { ...spec.config, Env: [...(spec.config.Env ?? []), "OUTPUTS_DIR=/tmp/outputs"] },
+      };
+    }
+    case "root-workdir-over":
+      return rootBuilt(row, [], [{ path: "workspace/weights.bin", bytes: 64 * 1024, mode: 0o644 }]);
+  }
+}
+
 /** A shape under other names (a seed's image), with more environment (MODE=serve). */
 export interface ImageVariant {
   shape: Shape;
@@ -187,7 +253,7 @@ export interface ImageVariant {
   env?: string[];
 }
 
-/** Every shape built into `outDir` (by shape), and each variant as an image of its own. */
+/** Every shape and row built into `outDir` (by name), and each variant as an image of its own. */
 export function buildShapes(outDir: string, variants: ImageVariant[] = []) {
   const shapes = new Map(SHAPES.map(shape => [shape, buildImage(shapeSpec(shape), outDir)]));
   const others: BuiltImage[] = variants.map(variant => {
@@ -198,5 +264,6 @@ export function buildShapes(outDir: string, variants: ImageVariant[] = []) {
     const config = { ...spec.config, Env: [...kept, ...(variant.env ?? [])] };
     return buildImage({ ...spec, tags: variant.tags, config }, outDir);
   });
-  return { shapes, variants: others };
+  const rows = new Map(ROWS.map(row => [row, buildImage(rowSpec(row), outDir)]));
+  return { shapes, variants: others, rows };
 }
