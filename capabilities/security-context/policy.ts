@@ -35,7 +35,7 @@ import {
 import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
 import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
-import { copierName, copyDecision, isCopied } from "./workdir-copy";
+import { copierName, copiersIn, copyDecision, isCopied } from "./workdir-copy";
 import { lowPortUnsetWarning, lowPortWarning, podSysctl, sysctlAllowed } from "./fix-low-ports";
 import { rootHomeWarning } from "./root-home";
 
@@ -260,7 +260,9 @@ async function imageFindings(
   const users = await imageUsersOf(template, ctx);
   const home = normalizePath(ctx.settings.securityContext.homePath);
   const deny = ctx.settings.securityContext.rootImages === "deny";
+  const copiers = copiersIn(template.spec as unknown as Obj | undefined);
   for (const c of containers) {
+    if (copiers.has(c.container.name)) continue;
     const uid = runAsUserOf((c.container as unknown as Obj).securityContext) ?? podUid;
     const user = users.get(c.container);
     if (uid === undefined || uid === 0 || !user) continue;

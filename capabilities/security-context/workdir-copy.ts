@@ -173,6 +173,24 @@ function copiedResources(container: Obj): { resources?: Obj } {
   return Object.keys(out).length ? { resources: out } : {};
 }
 
+/**
+ * The module's own copiers in a pod: the init container named for an app container's copy that
+ * mounts that copy's volume. Its image is the app's, built for root; what it does is known, so
+ * nothing is said of it as of the app.
+ */
+export function copiersIn(spec: Obj | undefined): Set<string> {
+  const out = new Set<string>();
+  const inits = asArray(spec?.initContainers).map(asObject);
+  for (const app of asArray(spec?.containers)) {
+    const name = String(asObject(app)?.name ?? "");
+    const copier = inits.find(c => c?.name === copierName(name));
+    const mounts = asArray(copier?.volumeMounts).map(asObject);
+    if (mounts.some(m => m?.name === copyVolumeName(name) && m?.mountPath === COPY_TARGET))
+      out.add(copierName(name));
+  }
+  return out;
+}
+
 /** Whether the container's WORKDIR is the module's copy (what the check says afterwards). */
 export function isCopied(container: Obj, workdir: string): boolean {
   const volume = copyVolumeName(String(container.name ?? ""));
