@@ -36,6 +36,7 @@ import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
 import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 import { copierName, copiersIn, copyDecision, isCopied } from "./workdir-copy";
+import { cacheDirWarnings } from "./cache-dirs";
 import { lowPortUnsetWarning, lowPortWarning, podSysctl, sysctlAllowed } from "./fix-low-ports";
 import { rootHomeWarning } from "./root-home";
 
@@ -235,6 +236,14 @@ export function workdirCopyOf(ctx: RuleContext): "copy" | "off" {
     : ctx.settings.securityContext.workdirCopy;
 }
 
+/** The group a container runs as: its own runAsGroup, else the pod's. */
+function runAsGroupOf(container: object, template: PodTarget["template"]): number | undefined {
+  const own = asObject((container as Obj).securityContext)?.runAsGroup;
+  const pod = asObject(asObject(template.spec as unknown)?.securityContext)?.runAsGroup;
+  const gid = own ?? pod;
+  return typeof gid === "number" ? gid : undefined;
+}
+
 const runAsUserOf = (sc: unknown): number | undefined => {
   const value = asObject(sc)?.runAsUser;
   return typeof value === "number" ? value : undefined;
@@ -273,6 +282,9 @@ async function imageFindings(
       hasHome(c.container, home) ? home : undefined,
       workdirCopied(user, uid, c.container as unknown as Obj, target, ctx),
     );
+    const gid = runAsGroupOf(c.container, template);
+    for (const text of cacheDirWarnings(user, uid, gid, c.container as unknown as Obj))
+      said.warnings.push(formatNote(CAPABILITY, text));
     const rootHome = rootHomeWarning(user, c.container as unknown as Obj, uid);
     if (rootHome && deny) {
       const [message, fix] = rootHome.split(". Fix: ");

@@ -126,10 +126,11 @@ export const SettingsSchema = z
          */
         lowPorts: z._default(z.enum(["sysctl", "off"]), "sysctl"),
         /**
-         * A root-owned (or missing) cache or data directory a root image's Env names (HF_HOME,
-         * TORCH_HOME, MLFLOW_TRACKING_URI=file:...): "emptyDir" mounts a writable emptyDir there.
-         * Only outside HOME and WORKDIR, as its layers show the directory, at most 8 per pod;
-         * "off" leaves it. Why: docs/adr/0038-ml-image-shapes-from-the-config.md
+         * A missing cache or data directory a root image's Env names (HF_HOME, TORCH_HOME,
+         * MLFLOW_TRACKING_URI=file:...): "emptyDir" mounts a writable emptyDir there (one root owns
+         * is named at admission, never mounted over: it may hold the image's own files). Only
+         * outside HOME and WORKDIR, as its layers show the directory, at most 8 per pod; "off"
+         * leaves it. Why: docs/adr/0038-ml-image-shapes-from-the-config.md
          */
         cacheDirs: z._default(z.enum(["emptyDir", "off"]), "emptyDir"),
         /**

@@ -8,10 +8,12 @@ import { join, relative } from "node:path";
 const ROOT = join(__dirname, "../../..");
 const NAMES = /team-label|teamLabel|TeamLabel|TEAM_LABEL/;
 const SKIPPED = new Set(["node_modules", "dist", ".git", "coverage", "reports", ".stryker-tmp"]);
+/** Folders of generated files, not in git (benchmarks' bundles). */
+const GENERATED_DIRS = new Set(["bench/runs"]);
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap(entry =>
-    SKIPPED.has(entry.name)
+    SKIPPED.has(entry.name) || GENERATED_DIRS.has(relative(ROOT, join(dir, entry.name)))
       ? []
       : entry.isDirectory()
         ? files(join(dir, entry.name))

@@ -1,6 +1,9 @@
 // A root image's Env-named cache dirs the UID cannot write get a writable emptyDir
 // (capabilities/security-context/cache-dirs.ts): only where its layers show them root's or absent.
-import { MAX_CACHE_DIR_MOUNTS } from "../../../capabilities/security-context/cache-dirs";
+import {
+  cacheDirWarnings,
+  MAX_CACHE_DIR_MOUNTS,
+} from "../../../capabilities/security-context/cache-dirs";
 import type { V1Container } from "@kubernetes/client-node";
 import { fixPodSecurity } from "../../../capabilities/security-context/fix";
 import { imageUserOf, type ImageUser } from "../../../capabilities/security-context/image-user";
@@ -50,8 +53,8 @@ function fix(user: ImageUser, container: Obj = {}, s = settings) {
 }
 
 describe("a root image's Env-named cache dirs", () => {
-  test("root-owned and absent dirs get an emptyDir, recorded as cacheDirs; a world-writable one does not", () => {
-    const { p, changes, mounts } = fix(
+  test("an absent dir gets an emptyDir, recorded as cacheDirs; a root-owned one (it may hold the image's files) and a world-writable one do not", () => {
+    const { changes, mounts } = fix(
       image(
         ["HF_HOME=/data/hf", "TORCH_HOME=/cache/torch", "MLFLOW_TRACKING_URI=file:///mlruns"],
         [
@@ -61,13 +64,10 @@ describe("a root image's Env-named cache dirs", () => {
         ],
       ),
     );
-    expect(mounts).toEqual(["/home/workload", "/data/hf", "/mlruns"]);
-    expect(p.spec.volumes).toContainEqual({ name: "ag-writable-data-hf", emptyDir: {} });
+    expect(mounts).toEqual(["/home/workload", "/mlruns"]);
     expect(changes.filter(c => c.rule === "cacheDirs").map(c => c.message)).toEqual([
-      'spec.volumes[1]={"name":"ag-writable-data-hf","emptyDir":{}}',
-      'spec.containers[0].volumeMounts[1]={"name":"ag-writable-data-hf","mountPath":"/data/hf"}',
-      'spec.volumes[2]={"name":"ag-writable-mlruns","emptyDir":{}}',
-      'spec.containers[0].volumeMounts[2]={"name":"ag-writable-mlruns","mountPath":"/mlruns"}',
+      'spec.volumes[1]={"name":"ag-writable-mlruns","emptyDir":{}}',
+      'spec.containers[0].volumeMounts[1]={"name":"ag-writable-mlruns","mountPath":"/mlruns"}',
     ]);
   });
 
@@ -82,7 +82,7 @@ describe("a root image's Env-named cache dirs", () => {
       [
         ["/workspace/hf", ROOTS],
         ["/opt/home/torch", ROOTS],
-        ["/c", ROOTS],
+        ["/c", null],
       ],
       { workingDir: "/workspace" },
     );
@@ -135,5 +135,29 @@ describe("a root image's Env-named cache dirs", () => {
     expect(
       changes.filter(c => c.rule === "cacheDirs" && c.message.includes(".volumeMounts[")),
     ).toHaveLength(MAX_CACHE_DIR_MOUNTS);
+  });
+});
+
+describe("a root image's cache dir that root owns: named, never mounted over", () => {
+  test("the warning names the variable, the dir, its mode, the UID and the three fixes", () => {
+    const user = image(
+      ["HF_HOME=/data/hf", "TORCH_HOME=/t"],
+      [
+        ["/data/hf", ROOTS],
+        ["/t", null],
+      ],
+    );
+    expect(cacheDirWarnings(user, 1000, 3000, { name: "train" })).toEqual([
+      `image "${user.image}" (container "train") sets HF_HOME to /data/hf, a directory of root's (mode 755) that UID 1000 cannot write; it may hold what the image was built with, so no emptyDir is mounted over it. Fix: set HF_HOME to a writable path (under HOME), mount a writable volume at /data/hf, or make it the image's user's in the image`,
+    ]);
+    // Writable by the group it runs as: nothing to say; under the user's own volume: nothing.
+    const group = image(["HF_HOME=/data/hf"], [["/data/hf", { uid: 0, gid: 3000, mode: 0o775 }]]);
+    expect(cacheDirWarnings(group, 1000, 3000, { name: "train" })).toEqual([]);
+    expect(
+      cacheDirWarnings(user, 1000, 3000, {
+        name: "train",
+        volumeMounts: [{ name: "hf", mountPath: "/data/hf" }],
+      }),
+    ).toEqual([]);
   });
 });
