@@ -32,7 +32,7 @@ import {
   type PolicyVersion,
   type PsaMode,
 } from "./checks";
-import { asObject, isWindowsPod, type Obj } from "./checks/helpers";
+import { asObject, isWindowsPod, podSecurityContext, type Obj } from "./checks/helpers";
 import { CAPABILITY, choosesUser, fixPodSecurity, normalizePath } from "./fix";
 import { imageContainers, imageUsersOf, type ImageUser } from "./image-user";
 import { copierName, copiersIn, copyDecision, isCopied } from "./workdir-copy";
@@ -238,9 +238,9 @@ export function workdirCopyOf(ctx: RuleContext): "copy" | "off" {
 
 /** The group a container runs as: its own runAsGroup, else the pod's. */
 function runAsGroupOf(container: object, template: PodTarget["template"]): number | undefined {
-  const own = asObject((container as Obj).securityContext)?.runAsGroup;
-  const pod = asObject(asObject(template.spec as unknown)?.securityContext)?.runAsGroup;
-  const gid = own ?? pod;
+  const gid =
+    asObject((container as Obj).securityContext)?.runAsGroup ??
+    podSecurityContext(template)?.runAsGroup;
   return typeof gid === "number" ? gid : undefined;
 }
 
@@ -352,11 +352,9 @@ function workdirCopied(
   if (user?.kind !== "root") return undefined;
   if (isCopied(container, user.workingDir))
     return { copied: true, by: copierName(String(container.name ?? "")) };
-  const podSc = asObject((target.template.spec as unknown as Obj | undefined)?.securityContext);
-  const gid = asObject(container.securityContext)?.runAsGroup ?? podSc?.runAsGroup;
   const decision = copyDecision(
     user,
-    { uid, gid: typeof gid === "number" ? gid : undefined, fromImage: false, needsHome: false },
+    { uid, gid: runAsGroupOf(container, target.template), fromImage: false, needsHome: false },
     container,
     {
       mode: workdirCopyOf(ctx),
