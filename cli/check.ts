@@ -3,7 +3,6 @@
 // fixed and what would be denied with its fix. Offline and light: no Pepr, no cluster client.
 import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { parse as parseYaml } from "yaml";
 import cfg from "../package.json";
 import { SnapshotCluster } from "../lib/cluster/view";
 import { imageInspectorFor } from "../lib/images/inspector";
@@ -11,7 +10,13 @@ import { localDockerCredentials } from "../lib/images/credentials";
 import { review } from "../lib/engine";
 import { describeObject, type KubeObject } from "../lib/objects/pod";
 import type { Operation } from "../lib/engine/policy";
-import { NS_KEYS, parseSettings, SettingsError, type Settings } from "../lib/settings";
+import {
+  NS_KEYS,
+  parseSettings,
+  parseSettingsYaml,
+  SettingsError,
+  type Settings,
+} from "../lib/settings";
 import { withApiDefaults } from "./api-defaults";
 import { commandArgs, startCommand, UsageError } from "./command";
 import type { CliIO } from "./io";
@@ -124,7 +129,7 @@ export async function loadSettings(file: string | undefined, cwd: string): Promi
   }
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseSettingsYaml(text);
   } catch (e) {
     throw new UsageError(`${file}: not valid YAML or JSON: ${(e as Error).message.split("\n")[0]}`);
   }

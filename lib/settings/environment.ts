@@ -1,8 +1,8 @@
 // Settings from the controller's environment (package.json `pepr.env`, Helm values): one variable
 // per key, or one document with the whole; an ADMISSION_GUARD_* variable that names no setting is
 // an error.
-import { parse as parseYaml } from "yaml";
 import { defaultSettings, parseSettings, SettingsError, type Settings } from "./schema";
+import { parseSettingsYaml } from "./yaml";
 
 /**
  * Variables of the controller process that are not policy settings: the whole document, the port
@@ -50,8 +50,9 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
   const doc = env.ADMISSION_GUARD_SETTINGS;
   if (doc && doc.trim()) {
     try {
-      const parsed = parseYaml(doc);
-      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) raw = parsed;
+      const parsed = parseSettingsYaml(doc);
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed))
+        raw = parsed as Record<string, unknown>;
       else problems.push("ADMISSION_GUARD_SETTINGS: must be a JSON or YAML mapping");
     } catch (e) {
       problems.push(`ADMISSION_GUARD_SETTINGS: not JSON or YAML (${(e as Error).message})`);
@@ -99,7 +100,7 @@ function parseEnvValue(value: string, wantsList: boolean): unknown {
           .filter(Boolean);
   }
   try {
-    return parseYaml(trimmed);
+    return parseSettingsYaml(trimmed);
   } catch {
     return trimmed;
   }

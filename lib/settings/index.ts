@@ -7,7 +7,9 @@
 // export; environment.ts: settings from the controller's environment; build-flags.ts: the settings
 // that decide the module's bindings at build time. The namespace labels and annotations and the
 // system namespaces (lib/objects/keys.ts) are re-exported: capabilities read them with the settings.
+// yaml.ts: the one YAML reader of settings documents.
 export * from "../objects/keys";
 export * from "./schema";
 export * from "./environment";
 export * from "./build-flags";
+export * from "./yaml";

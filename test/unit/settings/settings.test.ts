@@ -4,6 +4,7 @@ import {
   backgroundBindingsWanted,
   defaultSettings,
   parseSettings,
+  parseSettingsYaml,
   SettingsError,
   settingsFromEnv,
 } from "../../../lib/settings";
@@ -94,6 +95,37 @@ describe("settings from the environment", () => {
     expect(problems(() => settingsFromEnv({ ADMISSION_GUARD_REGISTRY_ALLOWED: "x" }))[0]).toMatch(
       /^ADMISSION_GUARD_REGISTRY_ALLOWED: names no setting/,
     );
+  });
+});
+
+describe("the settings' YAML reader (the controller's environment and check --settings)", () => {
+  it("reads YAML 1.2's core schema: dates and yes/no stay strings, false and 0 are values", () => {
+    expect(parseSettingsYaml("a: 2026-12-03\nb: yes\nc: false\nd: 0\ne: ~\nf: 0x10")).toEqual({
+      a: "2026-12-03",
+      b: "yes",
+      c: false,
+      d: 0,
+      e: null,
+      f: 16,
+    });
+    expect(parseSettingsYaml("false")).toBe(false);
+    expect(parseSettingsYaml('{"images": {"inspect": false}}')).toEqual({
+      images: { inspect: false },
+    });
+  });
+
+  it("refuses a duplicated key and a type tag beyond the core schema, naming the place", () => {
+    expect(() => parseSettingsYaml("mode: warn\nmode: deny")).toThrow(/duplicated mapping key/);
+    expect(() => parseSettingsYaml("mode: !!timestamp 2026-12-03")).toThrow(/unknown tag/);
+  });
+
+  it("a per-key variable that YAML reads as false or 0 is that value", () => {
+    const s = settingsFromEnv({
+      ADMISSION_GUARD_IMAGES_INSPECT: "false",
+      ADMISSION_GUARD_IMAGES_LAYER_BYTES: "0",
+    });
+    expect(s.images.inspect).toBe(false);
+    expect(s.images.layerBytes).toBe(0);
   });
 });
 
