@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import "../objects/zod-messages";
 import { parsePrefix } from "../objects/image-reference";
 import { parseCidr } from "./egress";
+import { cloudCredentials } from "./cloud/settings";
 
 const dnsName = z
   .string()
@@ -73,6 +74,12 @@ export const ImagesSettingsSchema = z.prefault(
      * which the build grants only when this is on (package.json pepr.env).
      */
     workloadPullSecrets: z._default(z.boolean(), false),
+    /**
+     * Registry credentials from the controller's own cloud identity (IRSA or EKS Pod Identity for
+     * ECR, GKE Workload Identity, Azure Workload Identity for ACR): an entry per provider and the
+     * registry hosts it serves (docs/deploy.md, "Cloud registries").
+     */
+    cloudCredentials,
     /**
      * Hosts (host or host:port, as a registry reference writes them) image lookups may reach
      * even when they resolve to loopback, link-local or private addresses or images.blockedCidrs
