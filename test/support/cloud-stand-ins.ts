@@ -56,6 +56,11 @@ export class TokenBook {
     return this.expiry.size;
   }
 
+  /** Every token issued (a log must carry none of them). */
+  get tokens(): string[] {
+    return [...this.expiry.keys()];
+  }
+
   check(token: string | undefined): "valid" | "expired" | "unknown" {
     const expires = token === undefined ? undefined : this.expiry.get(token);
     if (expires === undefined) return "unknown";
@@ -207,6 +212,11 @@ export class AwsSessions {
 
   get issued(): number {
     return this.byKey.size;
+  }
+
+  /** Every secret issued: secret keys and session tokens (a log must carry none of them). */
+  get secrets(): string[] {
+    return [...this.byKey.values()].flatMap(s => [s.secretAccessKey, s.sessionToken]);
   }
 }
 
