@@ -31,7 +31,7 @@ beforeEach(async () => {
   metadataHost = `127.0.0.1:${(metadata.address() as AddressInfo).port}`;
 });
 afterEach(async () => {
-  registry.stop();
+  await registry.stop();
   await new Promise(ok => metadata.close(ok));
 });
 
