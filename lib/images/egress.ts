@@ -255,10 +255,11 @@ export function refusal(url: URL, policy: EgressPolicy): string | undefined {
   const host = url.host.toLowerCase();
   if (url.protocol !== "https:" && url.protocol !== "http:")
     return `${bounded(url.protocol)} is not http(s)`;
+  if (policy.onlyListed && !policy.listed.has(host))
+    return `${bounded(host)} is not a configured credential endpoint`;
   if (url.protocol === "http:" && !policy.plainHttp.has(host))
     return `plain HTTP to ${bounded(host)}, which is not in images.plainHttp`;
   if (policy.listed.has(host)) return undefined;
-  if (policy.onlyListed) return `${bounded(host)} is not a configured credential endpoint`;
   const literal = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(literal) && !addressAllowed(literal, policy.blocked))
     return `${bounded(host)} is an address the egress policy refuses`;
