@@ -3,9 +3,10 @@
 // Identity) and ACR (Azure Workload Identity), loopback stand-ins speak each service's wire
 // protocol (test/support/cloud-stand-ins.ts) in front of a registry that demands what the flow ends
 // with. The image is read and its user applied; a token past its expiry is refreshed (the registry
-// refuses the old one); a denied identity is a warning, never a denial; a pod's image reference
-// naming a credential endpoint is refused by the egress policy; `check --inspect-images` with the
-// same settings and environment says what the webhook says.
+// refuses the old one); a denied identity, or an endpoint that answers garbage, is not the
+// metadata server or never answers, is a warning, never a denial; a pod's image reference naming a
+// credential endpoint is refused by the egress policy; `check --inspect-images` with the same
+// settings and environment says what the webhook says.
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,6 +58,9 @@ const gkeDenied = new GkeMetadataStandIn();
 const azure = { tenantId: TENANT, clientId: CLIENT, tokenFile: files.azure };
 const entra = new EntraStandIn(azure);
 const entraDenied = new EntraStandIn(azure);
+const stsGarbage = new StsStandIn(sessions, { roleArn: ROLE, tokenFile: files.aws });
+const gkeImpostor = new GkeMetadataStandIn();
+const entraSilent = new EntraStandIn(azure);
 const standIns = [
   sts,
   stsDenied,
@@ -68,6 +72,9 @@ const standIns = [
   gkeDenied,
   entra,
   entraDenied,
+  stsGarbage,
+  gkeImpostor,
+  entraSilent,
 ];
 
 /** A cloud flow: the registry it opens, the entry that configures it, who answers for the identity. */
@@ -77,13 +84,12 @@ interface Flow {
   entry: () => Entry;
   /** The stand-in asked first (STS, the agent, the metadata server, Entra). */
   identity: { count(): number };
-  /** What the registry accepts, as issued (its count grows with each fetch). */
-  issued: () => TokenBook;
+  /** What the registry accepts, as issued (its count grows with each fetch); none when refused. */
+  issued?: () => TokenBook;
 }
 
-const registries = Array.from({ length: 8 }, () => new TestRegistry());
+const registries = Array.from({ length: 11 }, () => new TestRegistry());
 let acrIssued: TokenBook;
-let acrDeniedIssued: TokenBook;
 
 /** The flow of registries[index], its entry given that registry's host. */
 const flow = (
@@ -91,7 +97,7 @@ const flow = (
   index: number,
   entry: (registries: string[]) => Entry,
   identity: Flow["identity"],
-  issued: Flow["issued"],
+  issued?: Flow["issued"],
 ): Flow => ({
   name,
   registry: registries[index],
@@ -140,7 +146,11 @@ const flows: Flow[] = [
   ),
 ];
 
-/** The same four with the identity denied: STS AccessDenied, the agent, IAM, invalid_client. */
+/**
+ * The same four with the identity denied (STS AccessDenied, the agent, IAM, invalid_client), and
+ * credential endpoints that answer garbage, are not the metadata server (no Metadata-Flavor), or
+ * never answer.
+ */
 const denied: Flow[] = [
   flow(
     "ECR through IRSA, STS AccessDenied",
@@ -151,7 +161,6 @@ const denied: Flow[] = [
       ecrEndpoint: ecrWeb.url,
     }),
     stsDenied,
-    () => ecrWeb.passwords,
   ),
   flow(
     "ECR through EKS Pod Identity, no association",
@@ -162,21 +171,40 @@ const denied: Flow[] = [
       ecrEndpoint: ecrPod.url,
     }),
     agentDenied,
-    () => ecrPod.passwords,
   ),
   flow(
     "Artifact Registry, IAM denies the token",
     6,
     r => ({ provider: "gcp", registries: r, metadataEndpoint: gkeDenied.url }),
     gkeDenied,
-    () => gkeDenied.accessTokens,
   ),
   flow(
     "ACR, Entra invalid_client",
     7,
     r => ({ provider: "acr", registries: r, authorityHost: `${entraDenied.url}/` }),
     entraDenied,
-    () => acrDeniedIssued,
+  ),
+  flow(
+    "ECR through IRSA, STS answers garbage",
+    8,
+    r => ({
+      ...ecrEntry(r, "us-east-1", "web-identity"),
+      stsEndpoint: stsGarbage.url,
+      ecrEndpoint: ecrWeb.url,
+    }),
+    stsGarbage,
+  ),
+  flow(
+    "Artifact Registry, an impostor answers without Metadata-Flavor",
+    9,
+    r => ({ provider: "gcp", registries: r, metadataEndpoint: gkeImpostor.url }),
+    gkeImpostor,
+  ),
+  flow(
+    "ACR, Entra ID never answers",
+    10,
+    r => ({ provider: "acr", registries: r, authorityHost: `${entraSilent.url}/` }),
+    entraSilent,
   ),
 ];
 
@@ -207,16 +235,22 @@ beforeAll(async () => {
   for (const s of [sts, ecrWeb, agent, ecrPod, gke, entra]) s.lifetimeSeconds = LIFETIME_S;
   entra.refreshLifetimeSeconds = LIFETIME_S;
   for (const s of [stsDenied, agentDenied, gkeDenied, entraDenied]) s.behaviour = "deny";
+  stsGarbage.behaviour = "garbage";
+  gkeImpostor.answersFlavor = false;
+  entraSilent.behaviour = "slow";
   // The denied flows' registries demand ECR's credentials too (served first: ECR's answer names
   // the last registry served as its proxyEndpoint).
   ecrWeb.serve(registries[4]);
   ecrPod.serve(registries[5]);
+  ecrWeb.serve(registries[8]);
   ecrWeb.serve(registries[0]);
   ecrPod.serve(registries[1]);
   gke.serve(registries[2]);
   acrIssued = entra.serve(registries[3]).refreshTokens;
   gkeDenied.serve(registries[6]);
-  acrDeniedIssued = entraDenied.serve(registries[7]).refreshTokens;
+  entraDenied.serve(registries[7]);
+  gkeImpostor.serve(registries[9]);
+  entraSilent.serve(registries[10]);
   for (const r of registries) {
     r.putImage("ml/train", "1", { User: "1234" });
     r.putImage("ml/train", "2", { User: "1234" });
@@ -244,7 +278,7 @@ const runAsUser = (result: { patched: KubeObject }) =>
 describe.each(flows)("$name", flow => {
   test("the private image is read with the cloud credentials: the pod runs as its USER 1234", async () => {
     // The store fetched a token at start (admission never waits for one).
-    await eventually(() => expect(flow.issued().issued).toBeGreaterThan(0), 20_000, 100);
+    await eventually(() => expect(flow.issued!().issued).toBeGreaterThan(0), 20_000, 100);
     const result = await eventually(
       async () => {
         const r = await admit(env.controller, pod([`${flow.registry.host}/ml/train:1`]));
@@ -263,13 +297,13 @@ describe.each(flows)("$name", flow => {
   test("a token past its expiry is refreshed before it is needed; the registry refuses the old one", async () => {
     // The projected token rotates too: the stand-ins accept only the file's current content.
     Object.values(files).forEach(rotate);
-    const issuedBefore = flow.issued().issued;
+    const issuedBefore = flow.issued!().issued;
     const since = Date.now();
     // Every token that existed before `since` has expired, and newer ones were fetched.
     await eventually(
       () => {
         expect(Date.now() - since).toBeGreaterThan(LIFETIME_S * 1000);
-        expect(flow.issued().issued).toBeGreaterThanOrEqual(issuedBefore + 2);
+        expect(flow.issued!().issued).toBeGreaterThanOrEqual(issuedBefore + 2);
       },
       30_000,
       200,

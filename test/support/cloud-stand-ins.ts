@@ -1,5 +1,5 @@
 // Loopback stand-ins for the clouds' credential services, speaking each one's real wire protocol
-// (the contract: /work issue 43; docs/deploy.md "Cloud registries"): STS AssumeRoleWithWebIdentity,
+// (issue 43; what the module asks: lib/images/cloud/): STS AssumeRoleWithWebIdentity,
 // the EKS Pod Identity agent, ECR GetAuthorizationToken (verifying the SigV4 signature with AWS's
 // own signer, @smithy/signature-v4, against the session STS or the agent issued), the GKE metadata
 // server, Entra ID's token endpoint, and ACR's /oauth2/exchange and /oauth2/token on the registry.
