@@ -53,6 +53,7 @@ const ecrWeb = new EcrStandIn(sessions, "us-east-1");
 const agent = new PodIdentityStandIn(sessions, { tokenFile: files.pod });
 const agentDenied = new PodIdentityStandIn(sessions, { tokenFile: files.pod });
 const ecrPod = new EcrStandIn(sessions, "us-west-2");
+const ecrDenied = new EcrStandIn(sessions, "us-west-2");
 const gke = new GkeMetadataStandIn();
 const gkeDenied = new GkeMetadataStandIn();
 const azure = { tenantId: TENANT, clientId: CLIENT, tokenFile: files.azure };
@@ -75,6 +76,7 @@ const standIns = [
   stsGarbage,
   gkeImpostor,
   entraSilent,
+  ecrDenied,
 ];
 
 /** A cloud flow: the registry it opens, the entry that configures it, who answers for the identity. */
@@ -88,7 +90,7 @@ interface Flow {
   issued?: () => TokenBook;
 }
 
-const registries = Array.from({ length: 11 }, () => new TestRegistry());
+const registries = Array.from({ length: 12 }, () => new TestRegistry());
 let acrIssued: TokenBook;
 
 /** The flow of registries[index], its entry given that registry's host. */
@@ -147,9 +149,9 @@ const flows: Flow[] = [
 ];
 
 /**
- * The same four with the identity denied (STS AccessDenied, the agent, IAM, invalid_client), and
- * credential endpoints that answer garbage, are not the metadata server (no Metadata-Flavor), or
- * never answer.
+ * The same four with the identity denied (STS AccessDenied, the agent, IAM, invalid_client, ECR's
+ * AccessDeniedException), and credential endpoints that answer garbage, are not the metadata
+ * server (no Metadata-Flavor), or never answer.
  */
 const denied: Flow[] = [
   flow(
@@ -206,6 +208,12 @@ const denied: Flow[] = [
     r => ({ provider: "acr", registries: r, authorityHost: `${entraSilent.url}/` }),
     entraSilent,
   ),
+  flow(
+    "ECR through EKS Pod Identity, GetAuthorizationToken AccessDeniedException",
+    11,
+    r => ({ ...ecrEntry(r, "us-west-2", "pod-identity"), ecrEndpoint: ecrDenied.url }),
+    ecrDenied,
+  ),
 ];
 
 const settings = () => ({
@@ -234,7 +242,7 @@ beforeAll(async () => {
   await Promise.all([...standIns, ...registries].map(s => s.start()));
   for (const s of [sts, ecrWeb, agent, ecrPod, gke, entra]) s.lifetimeSeconds = LIFETIME_S;
   entra.refreshLifetimeSeconds = LIFETIME_S;
-  for (const s of [stsDenied, agentDenied, gkeDenied, entraDenied]) s.behaviour = "deny";
+  for (const s of [stsDenied, agentDenied, gkeDenied, entraDenied, ecrDenied]) s.behaviour = "deny";
   stsGarbage.behaviour = "garbage";
   gkeImpostor.answersFlavor = false;
   entraSilent.behaviour = "slow";
@@ -251,6 +259,7 @@ beforeAll(async () => {
   entraDenied.serve(registries[7]);
   gkeImpostor.serve(registries[9]);
   entraSilent.serve(registries[10]);
+  ecrDenied.serve(registries[11]);
   for (const r of registries) {
     r.putImage("ml/train", "1", { User: "1234" });
     r.putImage("ml/train", "2", { User: "1234" });
