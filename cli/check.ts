@@ -7,6 +7,7 @@ import cfg from "../package.json";
 import { SnapshotCluster } from "../lib/cluster/view";
 import { imageInspectorFor } from "../lib/images/inspector";
 import { localDockerCredentials } from "../lib/images/credentials";
+import { CloudCredentials, FETCH_TIMEOUT_MS } from "../lib/images/cloud/store";
 import { review } from "../lib/engine";
 import { describeObject, type KubeObject } from "../lib/objects/pod";
 import type { Operation } from "../lib/engine/policy";
@@ -39,6 +40,9 @@ import {
 } from "./report";
 import { OPENREPORTS, WGPOLICYK8S } from "../lib/reports/report-apis";
 import { schemaProblems } from "./schema";
+
+/** How long `check --inspect-images` waits for the cloud identity's tokens: one fetch's time. */
+export const CHECK_CLOUD_WAIT_MS = FETCH_TIMEOUT_MS + 1000;
 
 export const CHECK_USAGE = `Usage: admission-guard check [options] FILE|DIR|- ...
 
@@ -240,11 +244,26 @@ export async function judgeFiles(
         : o,
     )
     .filter(o => !clusterObjects.some(c => sameObject(c, o)));
+  // The cloud identity's registry credentials as the controller gets them, from this process's
+  // env, each token given CHECK_CLOUD_WAIT_MS to arrive; after the docker config's, as the
+  // controller's come after its Secrets'.
+  const cloud = input.inspectImages
+    ? new CloudCredentials(settings.images.cloudCredentials, {
+        env: io.env,
+        plainHttp: settings.images.plainHttp,
+        log: { warn: (_, message) => io.stderr.write(`admission-guard: ${message}\n`) },
+      })
+    : undefined;
+  if (cloud?.size) {
+    cloud.start();
+    await cloud.ready(CHECK_CLOUD_WAIT_MS);
+  }
+  const local = localDockerCredentials(io.env);
   const cluster = new SnapshotCluster(
     [...clusterObjects, ...inputNamespaces, ...inputDra, ...inputRuntimes],
     io.rbac,
     input.inspectImages
-      ? imageInspectorFor(settings, undefined, localDockerCredentials(io.env))
+      ? imageInspectorFor(settings, undefined, registry => local(registry) ?? cloud?.get(registry))
       : undefined,
     // The uuid the install labels its Exemptions namespace with, as the controller reads it.
     cfg.pepr.uuid,
@@ -279,6 +298,7 @@ export async function judgeFiles(
       }
     }
   }
+  cloud?.stop();
   return { results, errors, cluster };
 }
 

@@ -22,7 +22,13 @@ import { bounded } from "./limits";
 /** How the registry client makes a request (a fetch-like call; tests inject their own). */
 export type Transport = (
   url: string | URL,
-  init: { headers?: Record<string, string>; signal?: AbortSignal; method?: string },
+  init: {
+    headers?: Record<string, string>;
+    signal?: AbortSignal;
+    method?: string;
+    /** A request body (the cloud credential endpoints' POSTs). */
+    body?: string;
+  },
 ) => Promise<Response>;
 
 export interface EgressPolicy {
@@ -34,6 +40,11 @@ export interface EgressPolicy {
   blocked: BlockList;
   /** Resolves a name (dns.lookup unless a test injects one). */
   resolve?: typeof dns.lookup;
+  /**
+   * Only the listed hosts, nothing else (the cloud credentials' own policy): those endpoints are
+   * the admin's, and a credential request never goes anywhere else.
+   */
+  onlyListed?: boolean;
 }
 
 /** The error a refused connection fails with (its code tells the client why). */
@@ -190,6 +201,22 @@ export function egressPolicy(lists: {
   };
 }
 
+/**
+ * The cloud credentials' own policy: exactly the endpoints' hosts (the metadata address included,
+ * which no image lookup may reach), plain HTTP only to those whose URL is http, nothing else.
+ * Image lookups never use it. Why: docs/adr/0039-registry-credentials-from-the-cloud-identity.md
+ */
+export function credentialEgressPolicy(endpoints: readonly string[]): EgressPolicy {
+  const urls = endpoints.map(e => new URL(e));
+  return {
+    ...egressPolicy({
+      allowedHosts: urls.map(u => u.host),
+      plainHttp: urls.filter(u => u.protocol === "http:").map(u => u.host),
+    }),
+    onlyListed: true,
+  };
+}
+
 /** A `lookup` for net.connect that keeps only the addresses the policy allows. */
 export function guardedLookup(host: string, policy: EgressPolicy): LookupFunction {
   const resolve = policy.resolve ?? dns.lookup;
@@ -228,6 +255,8 @@ export function refusal(url: URL, policy: EgressPolicy): string | undefined {
   const host = url.host.toLowerCase();
   if (url.protocol !== "https:" && url.protocol !== "http:")
     return `${bounded(url.protocol)} is not http(s)`;
+  if (policy.onlyListed && !policy.listed.has(host))
+    return `${bounded(host)} is not a configured credential endpoint`;
   if (url.protocol === "http:" && !policy.plainHttp.has(host))
     return `plain HTTP to ${bounded(host)}, which is not in images.plainHttp`;
   if (policy.listed.has(host)) return undefined;
@@ -257,7 +286,8 @@ function newTransport(policy: EgressPolicy): Transport {
       const url = new URL(target);
       const refused = refusal(url, policy);
       if (refused) {
-        imageEgressRefused.inc();
+        // Image lookups' refusals are counted; the credentials' are their refresh failures.
+        if (!policy.onlyListed) imageEgressRefused.inc();
         return reject(new EgressRefused(refused));
       }
       const listed = policy.listed.has(url.host.toLowerCase());
@@ -265,7 +295,11 @@ function newTransport(policy: EgressPolicy): Transport {
         url,
         {
           method: init.method ?? "GET",
-          headers: init.headers,
+          // A body's length, so that no endpoint has to take it chunked.
+          headers:
+            init.body === undefined
+              ? init.headers
+              : { "Content-Length": String(Buffer.byteLength(init.body)), ...init.headers },
           signal: init.signal,
           agent: agents[url.protocol as "http:" | "https:"],
           lookup: listed ? undefined : guardedLookup(url.host, policy),
@@ -292,6 +326,6 @@ function newTransport(policy: EgressPolicy): Transport {
         },
       );
       request.on("error", reject);
-      request.end();
+      request.end(init.body);
     });
 }

@@ -15,9 +15,10 @@ import {
   REASONS,
   type ImageConfig,
   type Platform,
+  type CredentialAnswer,
   type RegistryCredentials,
 } from "./registry-client";
-export type { RegistryCredentials };
+export type { CredentialAnswer, RegistryCredentials };
 
 export type { ImageConfig, Platform };
 
@@ -47,7 +48,8 @@ export interface InspectorOptions {
   budgetMs: number;
   /** How long one lookup may go on (it fills the cache after the budget). */
   lookupTimeoutMs?: number;
-  credentials?: (registry: string) => RegistryCredentials | undefined;
+  /** The admin's: the docker config Secrets', then the cloud identity's (lib/images/cloud/store.ts). */
+  credentials?: (registry: string) => CredentialAnswer;
   /** Tag → digest is trusted this long. */
   tagTtlMs?: number;
   /** A failed lookup is not tried again for this long. */
@@ -283,7 +285,7 @@ export class ImageInspector {
 export function imageInspectorFor(
   settings: ImageLookupSettings,
   log?: { warn: (fields: object, message: string) => void },
-  credentials?: (registry: string) => RegistryCredentials | undefined,
+  credentials?: (registry: string) => CredentialAnswer,
 ): ImageInspector {
   const inspector = new ImageInspector({
     plainHttp: settings.images.plainHttp,

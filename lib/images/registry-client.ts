@@ -48,12 +48,24 @@ export interface Platform {
 export interface RegistryCredentials {
   username: string;
   password: string;
+  /**
+   * Sent to the registry's own host only, never to a token realm on another host (the cloud
+   * credentials: ECR, Artifact Registry and ACR all have their realm on the registry host). A
+   * docker config's go to the realm, wherever it is, as Docker Hub's auth.docker.io needs.
+   */
+  sameHostOnly?: boolean;
 }
+
+/**
+ * What a credential source answers for a registry: credentials, none (anonymous), or that the
+ * ones it should have could not be obtained (the cloud identity's token failed).
+ */
+export type CredentialAnswer = RegistryCredentials | { unavailable: string } | undefined;
 
 export interface ClientOptions {
   /** Registry hosts (with port) spoken to over plain HTTP, as containerd's insecure registries. */
   plainHttp: ReadonlySet<string>;
-  credentials?: (registry: string) => RegistryCredentials | undefined;
+  credentials?: (registry: string) => CredentialAnswer;
   signal: AbortSignal;
   /** Where connections may go (default: plainHttp hosts listed, nothing else). */
   egress?: EgressPolicy;
@@ -72,6 +84,7 @@ export const REASONS = {
   timeout: "the registry did not answer in time",
   egress: "the registry host is not allowed by the egress policy (images.allowedHosts)",
   busy: "the module is reading too many images at once; it was not read",
+  credentials: "the module's cloud credentials for this registry could not be obtained",
 } as const;
 
 const REASON_CLASSES = new Map<string, string>(Object.entries(REASONS).map(([k, v]) => [v, k]));
@@ -123,8 +136,16 @@ class Held {
   }
 }
 
-/** Reads a body up to `limit` bytes; more is an error (the stream is cancelled). */
-async function readCapped(res: Response, limit: number, what: string, held: Held): Promise<Buffer> {
+/**
+ * Reads a body up to `limit` bytes; more is an error (the stream is cancelled). Without `held`,
+ * not counted against the process-wide cap (the cloud credentials' few small answers).
+ */
+export async function readCapped(
+  res: Response,
+  limit: number,
+  what: string,
+  held?: Held,
+): Promise<Buffer> {
   const declared = Number(res.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) {
     await res.body?.cancel().catch(() => {});
@@ -139,7 +160,7 @@ async function readCapped(res: Response, limit: number, what: string, held: Held
     if (done) break;
     size += value.byteLength;
     const over = size > limit;
-    if (over || !held.take(value.byteLength)) {
+    if (over || (held && !held.take(value.byteLength))) {
       await reader.cancel().catch(() => {});
       throw over
         ? invalid(`${what} is over the ${limit} byte limit`)
@@ -225,7 +246,13 @@ class RegistrySession {
   private async authenticate(res: Response): Promise<boolean> {
     await res.body?.cancel().catch(() => {});
     const challenge = parseChallenge(res.headers.get("www-authenticate") ?? "");
-    const credentials = this.options.credentials?.(this.ref.registry);
+    const answer = this.options.credentials?.(this.ref.registry);
+    if (answer && "unavailable" in answer)
+      throw new LookupError(
+        REASONS.credentials,
+        `the registry asks for credentials: ${answer.unavailable}`,
+      );
+    const credentials = answer;
     const basic =
       credentials &&
       `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}`;
@@ -242,14 +269,17 @@ class RegistrySession {
     } catch {
       throw unreadable(`the token realm is not a URL: ${bounded(challenge.params.realm)}`);
     }
-    // The realm is another host (Docker Hub's is): the same egress policy, in the transport.
+    // The realm is another host (Docker Hub's is): the same egress policy, in the transport. Cloud
+    // credentials never go there: a registry would otherwise collect them for another host.
+    const realmCredentials =
+      basic && (!credentials?.sameHostOnly || realm.host === new URL(this.base).host) ? basic : "";
     if (challenge.params.service) realm.searchParams.set("service", challenge.params.service);
     realm.searchParams.set(
       "scope",
       challenge.params.scope ?? `repository:${this.ref.repository}:pull`,
     );
     const tokenRes = await this.fetch(realm, {
-      headers: basic ? { Authorization: basic } : {},
+      headers: realmCredentials ? { Authorization: realmCredentials } : {},
       signal: this.options.signal,
     });
     if (tokenRes.status !== 200) {

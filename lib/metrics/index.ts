@@ -62,8 +62,15 @@ export const budgetExhausted = new Counter({
 
 export const imageLookups = new Counter({
   name: "admission_guard_image_lookups_total",
-  help: "Image config lookups by outcome: hit (answered from the cache), fetched (read from the registry), or why a registry read failed (unreadable, invalid, timeout, egress, busy, other)",
+  help: "Image config lookups by outcome: hit (answered from the cache), fetched (read from the registry), or why a registry read failed (unreadable, invalid, timeout, egress, busy, credentials, other)",
   labelNames: ["outcome"] as const,
+  registers: [registry],
+});
+
+export const registryCredentialRefreshes = new Counter({
+  name: "admission_guard_registry_credential_refreshes_total",
+  help: "Registry credentials fetched from the controller's cloud identity (images.cloudCredentials), by provider (ecr, gcp, acr) and result (success, failure)",
+  labelNames: ["provider", "result"] as const,
   registers: [registry],
 });
 

@@ -9,6 +9,7 @@ import { createExemptionsNamespace } from "../cluster/exemptions-namespace";
 import type { EngineDeps } from "../engine";
 import { FixEvents } from "../reports/events";
 import { CredentialsStore } from "../images/credentials";
+import { CloudCredentials } from "../images/cloud/store";
 import { imageInspectorFor } from "../images/inspector";
 import { installReviewMetrics, serveWithPepr } from "./metrics-serve";
 import { installLinearClone } from "./clone";
@@ -112,7 +113,17 @@ export function startCluster(
 ): LiveCluster {
   // Registry credentials for reading image configs (images.credentialsSecrets), kept fresh.
   const credentials = new CredentialsStore(settings.images.credentialsSecrets, Log);
-  if (!role.building && settings.images.inspect) credentials.start();
+  // And from the controller's cloud identity (images.cloudCredentials): a Secret naming a
+  // registry comes first.
+  const cloud = new CloudCredentials(settings.images.cloudCredentials, {
+    env: process.env,
+    plainHttp: settings.images.plainHttp,
+    log: Log,
+  });
+  if (!role.building && settings.images.inspect) {
+    credentials.start();
+    cloud.start();
+  }
   const cluster = new LiveCluster(Log, {
     exemptionsNamespace: settings.exemptions.enabled ? settings.exemptions.namespace : undefined,
     // Exemptions count only in the namespace the install created (the build overlay, scripts/overlay/entries.ts).
@@ -120,7 +131,11 @@ export function startCluster(
     // New namespaces get their ServiceAccount from the admission controller only.
     serviceAccountFor: role.watcher ? undefined : ns => serviceAccountFor(ns, settings),
     images: settings.images.inspect
-      ? imageInspectorFor(settings, Log, registry => credentials.get(registry))
+      ? imageInspectorFor(
+          settings,
+          Log,
+          registry => credentials.get(registry) ?? cloud.get(registry),
+        )
       : undefined,
   });
   if (!role.building) {
