@@ -5,9 +5,12 @@ import { execFile } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { parse, parseAllDocuments } from "yaml";
 import cfg from "../../package.json";
+import { settingsFromEnv } from "../../lib/settings";
+import { readCloudIdentity } from "../../scripts/overlay/cloud-identity";
 import { mergeValues, renderTemplate } from "../support/helm-template";
 
 const exec = promisify(execFile);
@@ -225,6 +228,41 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
       enum: ["AWS_WEB_IDENTITY_TOKEN_FILE", "AZURE_FEDERATED_TOKEN_FILE"],
     });
     expect(token.properties.expirationSeconds).toEqual({ type: "integer", minimum: 600 });
+  });
+
+  it("docs/deploy.md grants the manifest's ServiceAccount, and its settings and values examples are valid", () => {
+    const docs = readFileSync(join(__dirname, "../..", "docs", "deploy.md"), "utf8");
+    const section = docs.slice(
+      docs.indexOf("## Cloud registries"),
+      docs.indexOf("## Module config"),
+    );
+    const [sa] = manifestOf(dist).filter(d => d.kind === "ServiceAccount");
+    expect(sa.metadata.name).toBe(NAME);
+    // Every grant names it: the subject of the trust policy, the binding and the federated credential.
+    expect(section).toContain(`SA=${NAME}`);
+    expect(section).toContain(`system:serviceaccount:pepr-system:${NAME}`);
+    expect(section.match(/pepr-[0-9a-f]{8}-[0-9a-f-]{27}/g)?.every(n => n === NAME)).toBe(true);
+    const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map(m => m[1]);
+    const settings = blocks.filter(b => b.startsWith("images:"));
+    const providers = settings.flatMap(
+      b => settingsFromEnv({ ADMISSION_GUARD_SETTINGS: b }).images.cloudCredentials,
+    );
+    expect(providers.map(p => p.provider)).toEqual(["ecr", "gcp", "acr"]);
+    // The chart values shown are what the build's values file takes.
+    const values = blocks.filter(b => /^(cloudIdentity|admission):/.test(b));
+    expect(values).toHaveLength(3);
+    const dir = mkdtempSync(join(tmpdir(), "admission-guard-docs-"));
+    try {
+      for (const [i, text] of values.entries()) {
+        writeFileSync(
+          join(dir, `${i}.yaml`),
+          text.replace("<the identity's clientId>", "00000000-0000-0000-0000-000000000000"),
+        );
+        expect(() => readCloudIdentity(pathToFileURL(join(dir, `${i}.yaml`)))).not.toThrow();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   describe("the manifest, from deploy/cloud-identity.yaml at build", () => {
