@@ -66,8 +66,10 @@ Options:
       --inspect-images     read each image's config (User, WorkingDir, Env) from its registry,
                            as the webhook does (settings images.plainHttp, images.budgetMs);
                            with the credentials of $DOCKER_CONFIG/config.json (default
-                           ~/.docker/config.json); without it each image counts as not
-                           inspected, and the output says which user the fix assumed
+                           ~/.docker/config.json), then images.cloudCredentials' from this
+                           environment (AWS_*, AZURE_*, the GKE metadata server: docs/check.md);
+                           without it each image counts as not inspected, and the output says
+                           which user the fix assumed
   -h, --help               this help
 
 Exit codes: 0 all allowed, 1 something would be denied, 2 usage, settings or parse errors.

@@ -71,7 +71,7 @@ describe("deploy artifacts", () => {
     expect(bytes).toBeLessThan(SECRET_LIMIT);
   });
 
-  it("npm run bundle:report bundles as pepr build does (the Secret it measures is dist's, byte for byte) and names what comes from node_modules: zod, js-yaml, @swimlane/docker-reference", async () => {
+  it("npm run bundle:report bundles as pepr build does (the Secret it measures is dist's, byte for byte) and names what comes from node_modules: zod, js-yaml, @swimlane/docker-reference, aws4", async () => {
     // The report bundles the tree as it is: dist/ must be built from it (npm run build), as for
     // every e2e test; a byte apart means the report's esbuild options are no longer Pepr's.
     const report = await bundleReport(REPO_ROOT, Infinity);
@@ -82,7 +82,13 @@ describe("deploy artifacts", () => {
     // What the bundle holds from node_modules, each with what it costs the Secret (everything else
     // Pepr's image has): a package newly imported by value shows here first.
     const bundled = report.packages.filter(p => p.dependency);
-    expect(bundled.map(p => p.name).sort()).toEqual(["@swimlane/docker-reference", "js-yaml", "zod"]);
+    // aws4: ECR's SigV4 for images.cloudCredentials (ADR 0039).
+    expect(bundled.map(p => p.name).sort()).toEqual([
+      "@swimlane/docker-reference",
+      "aws4",
+      "js-yaml",
+      "zod",
+    ]);
     for (const p of bundled) expect(p.secretSaved).toBeGreaterThan(0);
     expect(report.packages.filter(p => !p.dependency && p.secretSaved !== undefined)).toEqual([]);
     expect(report.packages.map(p => p.name)).toEqual(

@@ -10,9 +10,12 @@ import {
   refusal,
 } from "../../../../lib/images/egress";
 import { CloudCredentials } from "../../../../lib/images/cloud/store";
+import { fetchGcp } from "../../../../lib/images/cloud/gcp";
+import { CloudCredentialEntry, type GcpEntry } from "../../../../lib/images/cloud/settings";
 import { fetchImageConfig, REASONS } from "../../../../lib/images/registry-client";
 import { parseImage } from "../../../../lib/objects/image-reference";
 import { parseSettings } from "../../../../lib/settings";
+import { eventually } from "../../../support/wait";
 
 let server: Server;
 let host: string;
@@ -105,6 +108,43 @@ describe("the store's own transport", () => {
     credentials.stop();
     expect(credentials.get("eu-docker.pkg.dev")).toMatchObject({ password: "ya29" });
     expect(received[0].url).toBe("/computeMetadata/v1/instance/service-accounts/default/token");
+  });
+});
+
+describe("a credential endpoint that drips its answer", () => {
+  it("is given up at the fetch's deadline, its socket closed", async () => {
+    let closed = false;
+    const drip = createServer((req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "metadata-flavor": "Google" });
+      res.write("{");
+      const timer = setInterval(() => res.write(" "), 20);
+      res.on("close", () => {
+        closed = true;
+        clearInterval(timer);
+      });
+    });
+    await new Promise<void>(ok => drip.listen(0, "127.0.0.1", ok));
+    const endpoint = `http://127.0.0.1:${(drip.address() as AddressInfo).port}`;
+    try {
+      const entry = CloudCredentialEntry.parse({
+        provider: "gcp",
+        registries: ["*-docker.pkg.dev"],
+        metadataEndpoint: endpoint,
+      }) as GcpEntry;
+      await expect(
+        fetchGcp(entry, {
+          transport: guardedTransport(credentialEgressPolicy([endpoint])),
+          signal: AbortSignal.timeout(300),
+          env: {},
+          plainHttp: new Set(),
+          now: Date.now,
+        }),
+      ).rejects.toThrow("the GKE metadata server did not answer in time");
+      await eventually(() => expect(closed).toBe(true));
+    } finally {
+      drip.closeAllConnections();
+      await new Promise(ok => drip.close(ok));
+    }
   });
 });
 

@@ -9,6 +9,8 @@ import {
   type CredentialAnswer,
 } from "../../../../lib/images/registry-client";
 import { parseImage } from "../../../../lib/objects/image-reference";
+import { ImageInspector } from "../../../../lib/images/inspector";
+import { registry as metrics } from "../../../../lib/metrics";
 import { fakeTransport, json, type Seen } from "./fake-cloud";
 
 const AMD64 = { os: "linux", architecture: "amd64" };
@@ -125,5 +127,31 @@ describe("credentials that could not be obtained", () => {
         : json(manifest, 200, { "content-type": manifest.mediaType }),
     );
     expect(await read(transport, { unavailable: "down" })).toMatchObject({ ok: true });
+  });
+});
+
+describe("the inspector with credentials that could not be obtained", () => {
+  it("answers 'unknown' with the credentials' reason, counted as outcome credentials", async () => {
+    const count = async () =>
+      (await metrics.getSingleMetric("admission_guard_image_lookups_total")!.get()).values.find(
+        v => v.labels.outcome === "credentials",
+      )?.value ?? 0;
+    const before = await count();
+    const { transport } = registry(`https://${REGISTRY}/oauth2/token`);
+    const failures: string[] = [];
+    const inspector = new ImageInspector({
+      budgetMs: 5000,
+      fetch: transport,
+      credentials: () => ({ unavailable: "the acr credentials are not obtained yet" }),
+      onFailure: (_, detail) => void failures.push(detail),
+    });
+    const parsed = parseImage(`${REGISTRY}/team/app:1`);
+    if (!parsed.ok) throw new Error(parsed.reason);
+    const answers = await inspector.inspect([parsed.ref], AMD64);
+    expect([...answers.values()]).toEqual([{ state: "unknown", reason: REASONS.credentials }]);
+    expect(failures).toEqual([
+      "the registry asks for credentials: the acr credentials are not obtained yet",
+    ]);
+    expect(await count()).toBe(before + 1);
   });
 });

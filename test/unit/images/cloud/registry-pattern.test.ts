@@ -5,6 +5,7 @@ import {
   registryMatches,
   registryPatternProblem,
 } from "../../../../lib/images/cloud/registry-pattern";
+import { parseSettings } from "../../../../lib/settings";
 
 describe("registryMatches", () => {
   it.each([
@@ -66,5 +67,20 @@ describe("hasWildcard", () => {
   it("says whether a pattern has a *", () => {
     expect(hasWildcard("*.azurecr.io")).toBe(true);
     expect(hasWildcard("myreg.azurecr.io")).toBe(false);
+  });
+});
+
+describe("the entries' registries (settings)", () => {
+  it("ACR names each registry exactly: anyone can create a registry under azurecr.io", () => {
+    expect(() =>
+      parseSettings({
+        images: { cloudCredentials: [{ provider: "acr", registries: ["*.azurecr.io"] }] },
+      }),
+    ).toThrow("must name each registry exactly (no *)");
+    expect(() =>
+      parseSettings({
+        images: { cloudCredentials: [{ provider: "gcp", registries: ["*"] }] },
+      }),
+    ).toThrow("matches every registry");
   });
 });
