@@ -8,10 +8,18 @@
 // second, a 1 GiB layer above it: the first resolution (every layer above the user's read), the
 // cached one, and another image sharing the layers (served by the layer cache).
 //
+// Then the cloud identity's credentials (issue 43), side by side with none: the same images read by
+// an inspector whose credentials are today's (the docker config Secrets' store, none listed) and by
+// one that also asks images.cloudCredentials (a GKE entry, its token from an in-process metadata
+// server), from a registry that demands that token. The cached lookup is the admission path's
+// usual one: it asks no credentials, so the ratio should stay at 1.
+//
 //   npm run bench:images                 200 first lookups per latency
 //   npm run bench:images -- --count 50
 import { createHash, randomBytes } from "node:crypto";
 import { gzipSync } from "node:zlib";
+import { CloudCredentials } from "../lib/images/cloud/store";
+import { CredentialsStore } from "../lib/images/credentials";
 import { ImageInspector } from "../lib/images/inspector";
 import { parseImage } from "../lib/objects/image-reference";
 import { END, GZIP, gnuTar, header, passwdOf, putLayeredImage } from "../test/support/layers";
@@ -74,6 +82,7 @@ async function main() {
   console.log(line(["---", "---:", "---:", "---:", "---:"]));
   for (const row of rows) console.log(line(row));
   await namedUser(line);
+  await cloudCredentials(line);
 }
 
 const MiB = 1024 * 1024;
@@ -164,6 +173,123 @@ async function namedUser(line: (cells: string[]) => string) {
   console.log(line(["first", ms(first), `RSS +${rssGrowth.toFixed(0)} MiB`]));
   console.log(line(["cached (p50 of 100)", ms(percentile(cached, 50)), "no request"]));
   console.log(line(["another image, same layers", ms(shared), "its manifest and config only"]));
+}
+
+/** Lookups of `count` images through today's credentials and through the cloud identity's too. */
+async function cloudCredentials(line: (cells: string[]) => string) {
+  const ACCESS_TOKEN = "ya29.bench-access-token";
+  const plain = new TestRegistry();
+  const guarded = new TestRegistry();
+  // Artifact Registry's way: a Bearer challenge whose realm (on the registry host) takes Basic
+  // oauth2accesstoken:<the metadata server's access token>.
+  guarded.bearer = {
+    token: "registry-token",
+    basic: { username: "oauth2accesstoken", password: ACCESS_TOKEN },
+  };
+  for (const registry of [plain, guarded]) {
+    await registry.start();
+    for (let i = 0; i < count; i++)
+      registry.putImage(`bench/app${i}`, "1", { User: String(1000 + i), WorkingDir: "/app" });
+  }
+  // Today: the Secrets' store (none listed answers nothing), as lib/pepr/module-start.ts has it.
+  const secrets = new CredentialsStore([]);
+  const cloud = new CloudCredentials(
+    [{ provider: "gcp", registries: [guarded.host], metadataEndpoint: "http://127.0.0.1:1" }],
+    {
+      env: {},
+      // The GKE metadata server, in process: the token endpoint's answer.
+      transport: async () =>
+        new Response(
+          JSON.stringify({ access_token: ACCESS_TOKEN, expires_in: 3599, token_type: "Bearer" }),
+          { headers: { "Content-Type": "application/json", "Metadata-Flavor": "Google" } },
+        ),
+    },
+  );
+  cloud.start();
+  await cloud.ready(5000);
+  const runs = [
+    {
+      name: "none (today)",
+      registry: plain,
+      credentials: (registry: string) => secrets.get(registry),
+    },
+    {
+      name: "cloudCredentials (gcp)",
+      registry: guarded,
+      credentials: (registry: string) => secrets.get(registry) ?? cloud.get(registry),
+    },
+  ].map(run => ({
+    ...run,
+    inspector: new ImageInspector({
+      plainHttp: [run.registry.host],
+      budgetMs: 8000,
+      credentials: run.credentials,
+    }),
+    refs: Array.from({ length: count }, (_, i) => {
+      const parsed = parseImage(`${run.registry.host}/bench/app${i}:1`);
+      if (!parsed.ok) throw new Error(parsed.reason);
+      return parsed.ref;
+    }),
+    first: [] as number[],
+    cached: [] as number[],
+    answer: [] as number[],
+  }));
+  const lookup = async (run: (typeof runs)[number], into: number[]) => {
+    for (const ref of run.refs) {
+      const start = process.hrtime.bigint();
+      const answer = (await run.inspector.inspect([ref], AMD64)).get(ref.normalised);
+      into.push(Number(process.hrtime.bigint() - start) / 1e6);
+      if (answer?.state !== "known")
+        throw new Error(`${ref.normalised}: ${JSON.stringify(answer)}`);
+    }
+  };
+  for (const run of runs) await lookup(run, run.first);
+  const firstRequests = runs.map(run => run.registry.requests.length / count);
+  // Interleaved, each going first in turn: neither gets the warmer process.
+  for (let round = 0; round < 20; round++)
+    for (const run of round % 2 ? [...runs].reverse() : runs) await lookup(run, run.cached);
+  // What asking for a registry's credentials costs (when a registry is contacted), per call.
+  for (let round = 0; round < 10; round++)
+    for (const run of runs) {
+      const start = process.hrtime.bigint();
+      for (let i = 0; i < 10_000; i++) run.credentials(run.registry.host);
+      run.answer.push(Number(process.hrtime.bigint() - start) / 1e6 / 10_000);
+    }
+  cloud.stop();
+  const guardedReads = guarded.countOf(/\/token/);
+  await Promise.all([plain.stop(), guarded.stop()]);
+  if (guardedReads < 1) throw new Error("the guarded registry was never asked for a token");
+  for (const run of runs)
+    for (const list of [run.first, run.cached, run.answer]) list.sort((a, b) => a - b);
+  const [none, configured] = runs;
+  const ratio = (pick: (run: (typeof runs)[number]) => number) =>
+    `${(pick(configured) / pick(none)).toFixed(2)}×`;
+  console.log(
+    `\ncloud credentials side by side: ${count} images each, first lookups, then 20 cached rounds (interleaved):\n`,
+  );
+  console.log(line(["", ...runs.map(r => r.name), "ratio"]));
+  console.log(line(["---", "---:", "---:", "---:"]));
+  const row = (
+    label: string,
+    pick: (run: (typeof runs)[number]) => number,
+    unit: (n: number) => string = ms,
+  ) => console.log(line([label, ...runs.map(r => unit(pick(r))), ratio(pick)]));
+  const µs = (n: number) => `${(n * 1000).toFixed(2)} µs`;
+  row("cached p50", r => percentile(r.cached, 50), µs);
+  row("cached p99", r => percentile(r.cached, 99), µs);
+  row("first p50 (the guarded registry: + token round trip)", r => percentile(r.first, 50));
+  console.log(
+    line([
+      "registry requests per first lookup",
+      ...firstRequests.map(String),
+      `${(firstRequests[1] / firstRequests[0]).toFixed(2)}×`,
+    ]),
+  );
+  row(
+    "credentials answer per call (p50 of 10 × 10,000)",
+    r => percentile(r.answer, 50),
+    n => `${(n * 1e6).toFixed(0)} ns`,
+  );
 }
 
 main().catch(e => {

@@ -1,9 +1,10 @@
 // The last step of `npm run build`: applies the build overlay (scripts/overlay/entries.ts, what the
 // module adds to what `pepr build` writes) to dist/, or to the directory given as the first argument
 // (a variant build, test/cluster/support/variant-build.ts). The monitoring sources are
-// deploy/monitoring/, or the directory given as the second argument.
+// deploy/monitoring/, or the directory given as the second argument; the cloud identity the install
+// carries, deploy/cloud-identity.yaml, or the file given as the third.
 //
-//   tsx scripts/build-overlay.ts [dist] [monitoring-sources]
+//   tsx scripts/build-overlay.ts [dist] [monitoring-sources] [cloud-identity-values]
 //
 // Settings are read as the deployed controller reads them (lib/settings): package.json pepr.env,
 // over which the build's own environment may set a value, as `pepr build` does. Nothing is written
@@ -14,6 +15,7 @@ import { pathToFileURL } from "node:url";
 import { routesOf } from "../lib/engine/routes";
 import { backgroundBindingsWanted, moduleEnvironment, settingsFromEnv } from "../lib/settings";
 import { BuildOutput } from "./overlay/apply";
+import { readCloudIdentity } from "./overlay/cloud-identity";
 import { overlay, type PeprConfig, type WebhookClient } from "./overlay/entries";
 
 function fail(message: string): never {
@@ -65,6 +67,11 @@ function main(): void {
       },
       watcher: backgroundBindingsWanted(pepr.env ?? {}, buildEnv),
       monitoringSources: directory(process.argv[3], "deploy/monitoring/"),
+      cloudIdentity: readCloudIdentity(
+        process.argv[4]
+          ? pathToFileURL(resolve(process.argv[4]))
+          : new URL("deploy/cloud-identity.yaml", REPO),
+      ),
     });
     for (const entry of entries) {
       applying = entry.name;

@@ -44,8 +44,20 @@ export interface ListUpdate {
   add: readonly string[];
 }
 
-/** A value set where a path leads, or a list updated there. */
-export type Change = { set: unknown } | { list: ListUpdate };
+/**
+ * Items of a list of mappings, each named by its `name`: those named in `owns` (what this entry may
+ * have added before) removed, then `add` appended.
+ */
+export interface NamedItems {
+  owns: readonly string[];
+  add: readonly { name: string }[];
+}
+
+/**
+ * A value set where a path leads (`set: undefined` removes the key), a list of strings updated
+ * there, or named items of a list replaced.
+ */
+export type Change = { set: unknown } | { list: ListUpdate } | { items: NamedItems };
 
 /** A change to documents Pepr wrote into the manifest; each step must find something. */
 export type Patch = { select: Select; path: Step[] } & Change;
@@ -270,11 +282,22 @@ export class BuildOutput {
     }
   }
 
-  /** `set` or `list` at `path` below `node`, a mapping of `doc`. */
+  /** `set`, `list` or `items` at `path` below `node`, a mapping of `doc`. */
   private change(doc: Document, node: YAMLMap, path: string[], change: Change, where: string) {
-    if ("set" in change) return node.setIn(path, valueFor(doc, change.set));
+    if ("set" in change)
+      return change.set === undefined
+        ? node.deleteIn(path)
+        : node.setIn(path, valueFor(doc, change.set));
     const current = node.getIn(path, true);
     if (!isSeq(current)) throw new Error(`${where}: not a list`);
+    if ("items" in change) {
+      const { owns, add } = change.items;
+      current.items = current.items.filter(
+        i => !(isMap(i) && owns.includes(String(i.get("name")))),
+      );
+      for (const item of add) current.items.push(doc.createNode(item));
+      return;
+    }
     const pepr = current.items.map(i => String(isScalar(i) ? i.value : i));
     const list = unique([...pepr.filter(n => change.list.keep.includes(n)), ...change.list.add]);
     node.setIn(path, doc.createNode(list));

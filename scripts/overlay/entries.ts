@@ -16,6 +16,7 @@ import { type Route, webhookRules } from "../../lib/engine/routes";
 import { stringify } from "yaml";
 import { type KubeObject, type ListUpdate, type OverlayEntry, helmObjects } from "./apply";
 import { monitoring } from "./monitoring";
+import { type CloudIdentityValues, cloudIdentity } from "./cloud-identity";
 
 /** package.json `pepr`, as far as the overlay reads it. */
 export interface PeprConfig {
@@ -38,6 +39,8 @@ export interface OverlayContext {
   routes: readonly Route[];
   /** How each webhook of Pepr's manifest reaches the controller: its path and CA (webhookClientOf). */
   webhookClients: Record<"mutate" | "validate", WebhookClient>;
+  /** deploy/cloud-identity.yaml, read (scripts/overlay/cloud-identity.ts). */
+  cloudIdentity: CloudIdentityValues;
 }
 
 export interface WebhookClient {
@@ -454,6 +457,7 @@ ${helmObjects(webhookPolicy.objects([{ ipBlock: { cidr: "API-SERVER-CIDR" } }]))
           ),
       },
     },
+    cloudIdentity(NAME, ctx.cloudIdentity, pepr.env),
     monitoring(ctx),
   ];
 }
