@@ -1,7 +1,8 @@
 // A small OCI distribution registry for tests, on loopback, plain HTTP: enough of the API for the
 // module to read image configs and for containerd to pull (GET/HEAD of manifests and blobs, with
 // Docker-Content-Digest), with the behaviours a real registry shows: a Bearer-token mode (401 with
-// a challenge, a token endpoint), a delay, and per-path overrides for failures and garbage.
+// a challenge, a token endpoint), a demand for the credentials a cloud flow ends with
+// (test/support/cloud-stand-ins.ts), a delay, and per-path overrides for failures and garbage.
 // Every request is recorded, so tests can count what was fetched.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -27,6 +28,13 @@ export class TestRegistry {
   readonly requests: { method: string; path: string; authorization?: string }[] = [];
   /** Bearer mode: every /v2/ call needs `Authorization: Bearer <token>` from /token. */
   bearer?: { token: string; basic?: { username: string; password: string } };
+  /**
+   * Cloud mode: every /v2/ call needs an Authorization `accepts` takes (a cloud stand-in's
+   * `serve(registry)` sets it: ECR's Basic, Artifact Registry's and ACR's Bearer), else a 401
+   * with `challenge()`; `refused` counts those 401s.
+   */
+  demand?: { challenge: () => string; accepts: (authorization: string | undefined) => boolean };
+  refused = 0;
   /** Each answer waits this long first (a slow registry). */
   delayMs = 0;
   /** Per-path answers that replace the registry's (a 500, garbage, a redirect loop...). */
@@ -141,12 +149,15 @@ export class TestRegistry {
     });
     for (const o of this.overrides) if (o.path.test(path) && o.handle(req, res) !== false) return;
     if (path === "/token") return this.token(req, res);
-    if (this.bearer && req.headers.authorization !== `Bearer ${this.bearer.token}`) {
-      res.writeHead(401, {
-        "WWW-Authenticate": `Bearer realm="http://${this.host}/token",service="test-registry"`,
-        "Content-Type": "application/json",
-      });
-      return void res.end(JSON.stringify({ errors: [{ code: "UNAUTHORIZED" }] }));
+    const unauthorized = (challenge: string) => {
+      res.writeHead(401, { "WWW-Authenticate": challenge, "Content-Type": "application/json" });
+      res.end(JSON.stringify({ errors: [{ code: "UNAUTHORIZED" }] }));
+    };
+    if (this.bearer && req.headers.authorization !== `Bearer ${this.bearer.token}`)
+      return unauthorized(`Bearer realm="http://${this.host}/token",service="test-registry"`);
+    if (this.demand && !this.demand.accepts(req.headers.authorization)) {
+      this.refused++;
+      return unauthorized(this.demand.challenge());
     }
     if (path === "/v2/" || path === "/v2") return void res.writeHead(200).end("{}");
     const match = /^\/v2\/(.+)\/(manifests|blobs)\/([^/]+)$/.exec(path);
