@@ -5,14 +5,18 @@
 // argument): the manifest gets what it says, and the chart has it as its defaults.
 // - cloudIdentity.serviceAccountAnnotations: on the controller's ServiceAccount (Pepr's chart has no
 //   value for them: its template is a literal object);
-// - admission.podLabels: Pepr's own chart value (the admission pods' labels), also in the manifest;
-// - cloudIdentity.projectedToken: a projected ServiceAccount token mounted in the admission
-//   container, and the variable naming its file, for clusters without the clouds' webhooks. Not
-//   through Pepr's admission.env: a list, which a Helm value replaces whole, the module's settings
-//   with it.
-// Empty (the defaults), it changes nothing.
+// - admission.podLabels and watcher.podLabels: Pepr's own chart values (the pods' labels), also in
+//   the manifest; written once in the file (the watcher's is an alias of the admission pods');
+// - cloudIdentity.projectedToken: a projected ServiceAccount token mounted in the admission and the
+//   watcher containers, and the variable naming its file, for clusters without the clouds' webhooks.
+//   Not through Pepr's admission.env / watcher.env: lists, which a Helm value replaces whole, the
+//   module's settings with them.
+// Both kinds of pod get the same identity: the watcher's report scan judges pods with the same
+// rules, which read the same images (capabilities/security-context/image-user.ts), so the reports
+// agree with admission. Empty (the defaults), it changes nothing.
 import { readFileSync } from "node:fs";
 import { posix } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { parse } from "yaml";
 import type { OverlayEntry, Select, TemplateInsert } from "./apply";
 
@@ -36,8 +40,12 @@ export const MIN_EXPIRATION_SECONDS = 600;
 export const TOKEN_VOLUME = "cloud-identity-token";
 /** A file below a directory of its own (the mount), e.g. /var/run/secrets/<dir>/token. */
 const TOKEN_PATH = /^(\/[A-Za-z0-9._-]+){2,}$/;
-/** Pepr's selector labels on the admission pods: a pod label may not change them. */
-const SELECTOR_LABELS = ["app", "pepr.dev/controller"];
+/** Pepr's selector labels on a kind of the controller's pods: a pod label may not change them. */
+const selectorOf = (NAME: string, role: "admission" | "watcher") => ({
+  app: role === "admission" ? NAME : `${NAME}-${role}`,
+  "pepr.dev/controller": role,
+});
+const SELECTOR_LABELS = Object.keys(selectorOf("", "admission"));
 const LABEL_VALUE = /^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$/;
 const NAME = /^([A-Za-z0-9.-]{1,253}\/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 
@@ -59,12 +67,13 @@ export function readCloudIdentity(file: URL): CloudIdentityValues {
         problems.push(`${key}.${k}: not a key of this file (known: ${known})`);
     return value;
   };
-  const top = section(whole, "(top)", ["cloudIdentity", "admission"]);
+  const top = section(whole, "(top)", ["cloudIdentity", "admission", "watcher"]);
   const cloud = section(top.cloudIdentity, "cloudIdentity", [
     "serviceAccountAnnotations",
     "projectedToken",
   ]);
   const admission = section(top.admission, "admission", ["podLabels"]);
+  const watcher = section(top.watcher, "watcher", ["podLabels"]);
   const strings = (value: unknown, key: string, valid: (v: string) => boolean = () => true) => {
     const map = section(value, key, Object.keys(isMap(value) ? value : {}));
     for (const [k, v] of Object.entries(map)) {
@@ -84,6 +93,12 @@ export function readCloudIdentity(file: URL): CloudIdentityValues {
   for (const k of SELECTOR_LABELS)
     if (k in podLabels)
       problems.push(`admission.podLabels.${k}: Pepr's selector label, not to be set`);
+  // The watcher's labels are the admission pods' (the file writes them once, as an alias): there
+  // for `helm install -f`, which reads each chart value from the file.
+  if (watcher.podLabels !== undefined && !isDeepStrictEqual(watcher.podLabels, podLabels))
+    problems.push(
+      "watcher.podLabels: must be admission.podLabels (the watcher judges the same images): write `podLabels: &podLabels` under admission and `podLabels: *podLabels` under watcher",
+    );
   const token = section(cloud.projectedToken, "cloudIdentity.projectedToken", [
     "enabled",
     "audience",
@@ -145,27 +160,58 @@ export function tokenVolume({
 
 const TOKEN = ".Values.cloudIdentity.projectedToken";
 
-/** Lines of the admission Deployment's template, at `indent`, when the chart's token is enabled. */
-const whenToken = (before: string, indent: string, lines: string[]): TemplateInsert => ({
-  template: "admission-deployment.yaml",
+/** One kind of the controller's pods, each as Pepr names it: both carry the cloud identity. */
+interface Pods {
+  /** Its chart values' key (admission.*, watcher.*) and its `pepr.dev/controller` label. */
+  role: "admission" | "watcher";
+  deployment: string;
+  container: string;
+  template: string;
+}
+
+/** The admission pods, and the watcher's when the module has one (its Watch bindings). */
+function identityPods(NAME: string, watcher: boolean): Pods[] {
+  const admission: Pods = {
+    role: "admission",
+    deployment: NAME,
+    container: "server",
+    template: "admission-deployment.yaml",
+  };
+  const watcherPods: Pods = {
+    role: "watcher",
+    deployment: `${NAME}-watcher`,
+    container: "watcher",
+    template: "watcher-deployment.yaml",
+  };
+  return watcher ? [admission, watcherPods] : [admission];
+}
+
+/** Lines of a Deployment's template, at `indent`, when the chart's token is enabled. */
+const whenToken = (
+  template: string,
+  before: string,
+  indent: string,
+  lines: string[],
+): TemplateInsert => ({
+  template,
   before,
   lines: [`{{- if ${TOKEN}.enabled }}`, ...lines, "{{- end }}"].map(line => indent + line),
   count: 1,
 });
 
 /**
- * `peprEnv`: package.json pepr.env, which Pepr writes into the container first. A token variable it
+ * `peprEnv`: package.json pepr.env, which Pepr writes into the containers first. A token variable it
  * sets is the admin's own and stays; the overlay owns the others (removes what it added before).
+ * `watcher`: whether the module has a watcher (its Deployment and chart template).
  */
 export function cloudIdentity(
   NAME: string,
   values: CloudIdentityValues,
-  peprEnv: Record<string, string> = {},
+  peprEnv: Record<string, string>,
+  watcher: boolean,
 ): OverlayEntry {
-  const admission: Select = { kind: "Deployment", name: NAME };
   const { serviceAccountAnnotations: annotations, podLabels, projectedToken } = values;
   const token = projectedToken.enabled ? tokenVolume(projectedToken) : undefined;
-  const server = ["spec", "template", "spec", "containers", { name: "server" }];
   if (token && token.env.name in peprEnv)
     throw new Error(
       `cloudIdentity.projectedToken.env: package.json pepr.env sets ${token.env.name} too; keep one`,
@@ -174,42 +220,52 @@ export function cloudIdentity(
   const ownedEnv = TOKEN_FILE_ENV.filter(name => !(name in peprEnv));
   const annotated = Object.keys(annotations);
   const labelled = Object.keys(podLabels);
+  const pods = identityPods(NAME, watcher);
+  const which = pods.map(p => p.role).join(" and ");
   return {
     name: "cloud-identity",
-    why: "the controller reads ECR, Artifact Registry and ACR with its own workload identity (images.cloudCredentials): IRSA, GKE and Azure Workload Identity read its ServiceAccount's annotations, Azure's webhook its pods' label; without those webhooks, a projected token and the variable naming it",
+    why: "the controller reads ECR, Artifact Registry and ACR with its own workload identity (images.cloudCredentials), in the admission pods and in the watcher's report scan alike: IRSA, GKE and Azure Workload Identity read its ServiceAccount's annotations, Azure's webhook its pods' label; without those webhooks, a projected token and the variable naming it",
     summary:
       annotated.length || labelled.length || token
-        ? `ServiceAccount annotations [${annotated.join(", ")}], admission pod labels [${labelled.join(", ")}], ${token ? `projected token (${token.env.name}=${token.env.value})` : "no projected token"}`
-        : "no cloud identity (deploy/cloud-identity.yaml empty); chart values cloudIdentity.*, admission.podLabels",
-    relies: SELECTOR_LABELS.map(label => ({
-      select: admission,
-      path: ["spec", "template", "metadata", "labels", label],
-      equals: label === "app" ? NAME : "admission",
-    })),
+        ? `ServiceAccount annotations [${annotated.join(", ")}], ${which} pod labels [${labelled.join(", ")}], ${token ? `projected token in the ${which} pods (${token.env.name}=${token.env.value})` : "no projected token"}`
+        : "no cloud identity (deploy/cloud-identity.yaml empty); chart values cloudIdentity.*, admission.podLabels, watcher.podLabels",
+    relies: pods.flatMap(p =>
+      Object.entries(selectorOf(NAME, p.role)).map(([label, value]) => ({
+        select: { kind: "Deployment", name: p.deployment },
+        path: ["spec", "template", "metadata", "labels", label],
+        equals: value,
+      })),
+    ),
     patches: [
       {
         select: { kind: "ServiceAccount", name: NAME },
         path: ["metadata", "annotations"],
         set: annotated.length ? annotations : undefined,
       },
-      {
-        select: admission,
-        path: ["spec", "template", "metadata", "labels"],
-        set: { app: NAME, "pepr.dev/controller": "admission", ...podLabels },
-      },
-      {
-        select: admission,
-        path: ["spec", "template", "spec", "volumes"],
-        ...named(token ? [token.volume] : []),
-      },
-      {
-        select: admission,
-        path: [...server, "volumeMounts"],
-        ...named(token ? [token.mount] : []),
-      },
-      { select: admission, path: [...server, "env"], ...named(token ? [token.env] : [], ownedEnv) },
+      ...pods.flatMap(p => {
+        const select: Select = { kind: "Deployment", name: p.deployment };
+        const container = ["spec", "template", "spec", "containers", { name: p.container }];
+        return [
+          {
+            select,
+            path: ["spec", "template", "metadata", "labels"],
+            set: { ...selectorOf(NAME, p.role), ...podLabels },
+          },
+          {
+            select,
+            path: ["spec", "template", "spec", "volumes"],
+            ...named(token ? [token.volume] : []),
+          },
+          { select, path: [...container, "volumeMounts"], ...named(token ? [token.mount] : []) },
+          { select, path: [...container, "env"], ...named(token ? [token.env] : [], ownedEnv) },
+        ];
+      }),
     ],
-    values: [{ path: ["admission", "podLabels"], set: podLabels }],
+    // Pepr's values.yaml has both keys, with or without a watcher.
+    values: (["admission", "watcher"] as const).map(role => ({
+      path: [role, "podLabels"],
+      set: podLabels,
+    })),
     newValues: [
       {
         key: "cloudIdentity",
@@ -255,18 +311,24 @@ export function cloudIdentity(
         count: 1,
       },
     ],
-    inserts: [
-      // The variable, before Pepr's own; the mount and the volume before the extra ones.
-      whenToken("            - name: PEPR_WATCH_MODE", "            ", [
+    // In each Deployment's template: the variable, before Pepr's own; the mount and the volume
+    // before the extra ones.
+    inserts: pods.flatMap(({ role, template }) => [
+      whenToken(template, "            - name: PEPR_WATCH_MODE", "            ", [
         `- name: {{ ${TOKEN}.env }}`,
         `  value: {{ ${TOKEN}.path | quote }}`,
       ]),
-      whenToken("            {{- if .Values.admission.extraVolumeMounts }}", "            ", [
-        `- name: ${TOKEN_VOLUME}`,
-        `  mountPath: {{ dir ${TOKEN}.path | quote }}`,
-        "  readOnly: true",
-      ]),
-      whenToken("        {{- if .Values.admission.extraVolumes }}", "        ", [
+      whenToken(
+        template,
+        `            {{- if .Values.${role}.extraVolumeMounts }}`,
+        "            ",
+        [
+          `- name: ${TOKEN_VOLUME}`,
+          `  mountPath: {{ dir ${TOKEN}.path | quote }}`,
+          "  readOnly: true",
+        ],
+      ),
+      whenToken(template, `        {{- if .Values.${role}.extraVolumes }}`, "        ", [
         `- name: ${TOKEN_VOLUME}`,
         "  projected:",
         "    sources:",
@@ -275,6 +337,6 @@ export function cloudIdentity(
         `          expirationSeconds: {{ ${TOKEN}.expirationSeconds }}`,
         `          path: {{ base ${TOKEN}.path | quote }}`,
       ]),
-    ],
+    ]),
   };
 }

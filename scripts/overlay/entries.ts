@@ -457,7 +457,7 @@ ${helmObjects(webhookPolicy.objects([{ ipBlock: { cidr: "API-SERVER-CIDR" } }]))
           ),
       },
     },
-    cloudIdentity(NAME, ctx.cloudIdentity, pepr.env),
+    cloudIdentity(NAME, ctx.cloudIdentity, pepr.env ?? {}, ctx.watcher),
     monitoring(ctx),
   ];
 }

@@ -49,8 +49,9 @@ describe("the built chart's values against its schema", () => {
 
 // Issue 43: what EKS, GKE and AKS need of the install for the controller to read their registries
 // with its own identity, as chart values (rendered here as Helm renders them: test/support/helm-template)
-// and, from the same values file (deploy/cloud-identity.yaml), in the manifest.
-describe("the cloud identity of the install (chart values cloudIdentity.*, admission.podLabels)", () => {
+// and, from the same values file (deploy/cloud-identity.yaml), in the manifest. The admission and
+// the watcher pods get the same: the watcher's report scan reads the same images.
+describe("the cloud identity of the install (chart values cloudIdentity.*, admission.podLabels, watcher.podLabels)", () => {
   const dist = join(__dirname, "../..", "dist");
   const NAME = `pepr-${cfg.pepr.uuid}`;
   const template = (name: string) => readFileSync(join(chart, "templates", name), "utf8");
@@ -76,23 +77,29 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
     parseAllDocuments(renderTemplate(template(name), mergeValues(base, values))).map(
       d => d.toJS() as Deployment,
     )[0];
-  /** What the cloud identity is on an install: the SA's annotations, the pods' labels, the token. */
-  const identityOf = (sa: Deployment, admission: Deployment) => {
-    const pod = admission.spec.template;
-    const [server] = pod.spec.containers.filter(c => c.name === "server");
+  /** What a Deployment's pods carry of the cloud identity: their labels, the token. */
+  const podsOf = (deployment: Deployment, container: string) => {
+    const pod = deployment.spec.template;
+    const [main] = pod.spec.containers.filter(c => c.name === container);
     return {
-      annotations: sa.metadata.annotations,
       labels: pod.metadata.labels,
-      selector: admission.spec.selector.matchLabels,
+      selector: deployment.spec.selector.matchLabels,
       volumes: pod.spec.volumes.filter(v => v.name === "cloud-identity-token"),
-      mounts: server.volumeMounts.filter(m => m.name === "cloud-identity-token"),
-      env: server.env.filter(e => /^(AWS|AZURE)_/.test(e.name)),
+      mounts: main.volumeMounts.filter(m => m.name === "cloud-identity-token"),
+      env: main.env.filter(e => /^(AWS|AZURE)_/.test(e.name)),
     };
   };
+  /** What the cloud identity is on an install: the SA's annotations, each kind of pod's labels and token. */
+  const identityOf = (sa: Deployment, admission: Deployment, watcher: Deployment) => ({
+    annotations: sa.metadata.annotations,
+    admission: podsOf(admission, "server"),
+    watcher: podsOf(watcher, "watcher"),
+  });
   const chartIdentity = (values: object = {}, base = defaults()) =>
     identityOf(
       render("service-account.yaml", values, base),
       render("admission-deployment.yaml", values, base),
+      render("watcher-deployment.yaml", values, base),
     );
   const manifestOf = (dir: string) =>
     parseAllDocuments(readFileSync(join(dir, `pepr-module-${cfg.pepr.uuid}.yaml`), "utf8")).map(
@@ -100,18 +107,38 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
     );
   const manifestIdentity = (dir: string) => {
     const docs = manifestOf(dir);
-    const find = (kind: string) => docs.find(d => d.kind === kind && d.metadata.name === NAME)!;
-    return identityOf(find("ServiceAccount"), find("Deployment"));
+    const find = (kind: string, name = NAME) =>
+      docs.find(d => d.kind === kind && d.metadata.name === name)!;
+    return identityOf(
+      find("ServiceAccount"),
+      find("Deployment"),
+      find("Deployment", `${NAME}-watcher`),
+    );
   };
-  const POD_SELECTOR = { app: NAME, "pepr.dev/controller": "admission" };
-  const NONE = {
-    annotations: undefined,
-    labels: POD_SELECTOR,
-    selector: POD_SELECTOR,
-    volumes: [],
-    mounts: [],
-    env: [],
-  };
+  // Pepr's selector labels, each kind of pod its own, whatever the values say.
+  const ADMISSION_SELECTOR = { app: NAME, "pepr.dev/controller": "admission" };
+  const WATCHER_SELECTOR = { app: `${NAME}-watcher`, "pepr.dev/controller": "watcher" };
+  type Token = { volumes: object[]; mounts: object[]; env: object[] };
+  const NO_TOKEN: Token = { volumes: [], mounts: [], env: [] };
+  /** The identity expected: the annotations, and the same labels and token on both kinds of pod. */
+  const expected = ({
+    annotations,
+    podLabels = {},
+    token = NO_TOKEN,
+  }: { annotations?: object; podLabels?: object; token?: Token } = {}) => ({
+    annotations,
+    admission: {
+      labels: { ...ADMISSION_SELECTOR, ...podLabels },
+      selector: ADMISSION_SELECTOR,
+      ...token,
+    },
+    watcher: {
+      labels: { ...WATCHER_SELECTOR, ...podLabels },
+      selector: WATCHER_SELECTOR,
+      ...token,
+    },
+  });
+  const NONE = expected();
   const awsToken = {
     enabled: true,
     audience: "sts.amazonaws.com",
@@ -128,8 +155,8 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
     },
   ];
 
-  /** awsToken as the admission pods get it. */
-  const AWS_TOKEN = {
+  /** awsToken as the pods get it. */
+  const AWS_TOKEN: Token = {
     volumes: tokenOf("sts.amazonaws.com", 86400),
     mounts: [
       {
@@ -141,7 +168,7 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
     env: [{ name: "AWS_WEB_IDENTITY_TOKEN_FILE", value: awsToken.path }],
   };
 
-  it("by default changes nothing: no annotation on the ServiceAccount, Pepr's pod labels, no token, in the manifest and the chart", () => {
+  it("by default changes nothing: no annotation on the ServiceAccount, Pepr's pod labels on both kinds of pod, no token, in the manifest and the chart", () => {
     expect(manifestIdentity(dist)).toEqual(NONE);
     expect(chartIdentity()).toEqual(NONE);
     expect((defaults() as { cloudIdentity: object }).cloudIdentity).toEqual({
@@ -156,28 +183,22 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
       { "iam.gke.io/gcp-service-account": "admission-guard@my-project.iam.gserviceaccount.com" },
       { "azure.workload.identity/client-id": "00000000-1111-2222-3333-444444444444" },
     ])
-      expect(chartIdentity({ cloudIdentity: { serviceAccountAnnotations: annotations } })).toEqual({
-        ...NONE,
-        annotations,
-      });
+      expect(chartIdentity({ cloudIdentity: { serviceAccountAnnotations: annotations } })).toEqual(
+        expected({ annotations }),
+      );
   });
 
-  it("labels the admission pods through Pepr's admission.podLabels (Azure's azure.workload.identity/use), a string, the selector and the watcher unchanged", () => {
+  it("labels the admission and the watcher pods through Pepr's admission.podLabels and watcher.podLabels (Azure's azure.workload.identity/use), a string, each selector Pepr's", () => {
     const podLabels = { "azure.workload.identity/use": "true" };
-    expect(chartIdentity({ admission: { podLabels } })).toEqual({
-      ...NONE,
-      labels: { ...POD_SELECTOR, ...podLabels },
-    });
-    // Only the admission pods read registries; the watcher's pods are not labelled.
-    const watcher = render("watcher-deployment.yaml", { admission: { podLabels } });
-    expect(watcher.spec.template.metadata.labels).not.toHaveProperty("azure.workload.identity/use");
+    expect(chartIdentity({ admission: { podLabels }, watcher: { podLabels } })).toEqual(
+      expected({ podLabels }),
+    );
   });
 
-  it("mounts a projected ServiceAccount token in the admission container with the variable naming it: AWS, then Azure", () => {
-    expect(chartIdentity({ cloudIdentity: { projectedToken: awsToken } })).toEqual({
-      ...NONE,
-      ...AWS_TOKEN,
-    });
+  it("mounts a projected ServiceAccount token in the admission and the watcher containers with the variable naming it: AWS, then Azure", () => {
+    expect(chartIdentity({ cloudIdentity: { projectedToken: awsToken } })).toEqual(
+      expected({ token: AWS_TOKEN }),
+    );
     const azure = {
       ...awsToken,
       audience: "api://AzureADTokenExchange",
@@ -185,29 +206,26 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
       expirationSeconds: 3600,
       env: "AZURE_FEDERATED_TOKEN_FILE",
     };
-    expect(chartIdentity({ cloudIdentity: { projectedToken: azure } })).toEqual({
-      ...NONE,
-      volumes: tokenOf("api://AzureADTokenExchange", 3600, "azure-identity-token"),
-      mounts: [
-        {
-          name: "cloud-identity-token",
-          mountPath: "/var/run/secrets/azure/tokens",
-          readOnly: true,
+    expect(chartIdentity({ cloudIdentity: { projectedToken: azure } })).toEqual(
+      expected({
+        token: {
+          volumes: tokenOf("api://AzureADTokenExchange", 3600, "azure-identity-token"),
+          mounts: [
+            {
+              name: "cloud-identity-token",
+              mountPath: "/var/run/secrets/azure/tokens",
+              readOnly: true,
+            },
+          ],
+          env: [{ name: "AZURE_FEDERATED_TOKEN_FILE", value: azure.path }],
         },
-      ],
-      env: [{ name: "AZURE_FEDERATED_TOKEN_FILE", value: azure.path }],
-    });
-    // The watcher reads no registry: no token there.
-    const watcher = render("watcher-deployment.yaml", {
-      cloudIdentity: { projectedToken: awsToken },
-    });
-    expect(JSON.stringify(watcher)).not.toContain("cloud-identity-token");
-    // Without an audience the chart refuses to render (a token for no one is refused by STS and Entra ID).
-    expect(() =>
-      render("admission-deployment.yaml", {
-        cloudIdentity: { projectedToken: { ...awsToken, audience: "" } },
       }),
-    ).toThrow(/cloudIdentity\.projectedToken\.audience/);
+    );
+    // Without an audience the chart refuses to render (a token for no one is refused by STS and Entra ID).
+    for (const template of ["admission-deployment.yaml", "watcher-deployment.yaml"])
+      expect(() =>
+        render(template, { cloudIdentity: { projectedToken: { ...awsToken, audience: "" } } }),
+      ).toThrow(/cloudIdentity\.projectedToken\.audience/);
   });
 
   it("its schema takes exactly these keys, a token file variable the module reads, a lifetime the kubelet accepts", () => {
@@ -268,13 +286,11 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
   describe("the manifest, from deploy/cloud-identity.yaml at build", () => {
     const OVERLAY = join(__dirname, "../..", "scripts", "build-overlay.ts");
     let dir: string;
-    const runOverlay = (valuesFile?: string) =>
+    const runOverlay = (valuesFile?: string, env: NodeJS.ProcessEnv = process.env) =>
       exec(
         process.execPath,
         ["--import", "tsx", OVERLAY, dir, "", ...(valuesFile ? [valuesFile] : [])],
-        {
-          cwd: join(__dirname, "../.."),
-        },
+        { cwd: join(__dirname, "../.."), env },
       );
     const valuesFile = (text: string) => {
       const file = join(dir, "cloud-identity.yaml");
@@ -291,9 +307,8 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
     });
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-    it("carries what the file says, the same as the chart renders by default; the defaults again take it all out", async () => {
-      const before = readFileSync(join(dir, `pepr-module-${cfg.pepr.uuid}.yaml`), "utf8");
-      const file = valuesFile(`cloudIdentity:
+    // As deploy/cloud-identity.yaml writes the watcher's labels: an alias of the admission pods'.
+    const text = `cloudIdentity:
   serviceAccountAnnotations:
     eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/admission-guard
   projectedToken:
@@ -301,30 +316,63 @@ describe("the cloud identity of the install (chart values cloudIdentity.*, admis
     audience: sts.amazonaws.com
     expirationSeconds: 86400
 admission:
-  podLabels:
+  podLabels: &podLabels
     azure.workload.identity/use: "true"
-`);
+watcher:
+  podLabels: *podLabels
+`;
+
+    it("carries what the file says to both kinds of pod, the same as the chart renders by default and with the file as values; the defaults again take it all out", async () => {
+      const before = readFileSync(join(dir, `pepr-module-${cfg.pepr.uuid}.yaml`), "utf8");
+      const file = valuesFile(text);
       await runOverlay(file);
       await runOverlay(file); // once however often it runs
       const carried = manifestIdentity(dir);
-      expect(carried).toEqual({
-        ...NONE,
-        annotations: {
-          "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/admission-guard",
-        },
-        labels: { ...POD_SELECTOR, "azure.workload.identity/use": "true" },
-        ...AWS_TOKEN,
-      });
+      expect(carried).toEqual(
+        expected({
+          annotations: {
+            "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/admission-guard",
+          },
+          podLabels: { "azure.workload.identity/use": "true" },
+          token: AWS_TOKEN,
+        }),
+      );
       // The chart's defaults are the file's: helm install without values installs the same.
       const chartDefaults = parse(
         readFileSync(join(dir, `${cfg.pepr.uuid}-chart`, "values.yaml"), "utf8"),
       ) as object;
       expect(chartIdentity({}, chartDefaults)).toEqual(carried);
+      // And so does `helm install -f` the file on a chart built without it.
+      expect(chartIdentity(parse(text) as object)).toEqual(carried);
       await runOverlay();
       expect(readFileSync(join(dir, `${cfg.pepr.uuid}-chart`, "values.yaml"), "utf8")).toBe(
         readFileSync(join(chart, "values.yaml"), "utf8"),
       );
       expect(readFileSync(join(dir, `pepr-module-${cfg.pepr.uuid}.yaml`), "utf8")).toBe(before);
+    });
+
+    it("a module without a watcher (reports and events off at build): the admission pods carry it alone", async () => {
+      // What `pepr build` writes without Watch bindings: no watcher Deployment, no chart template.
+      const manifest = join(dir, `pepr-module-${cfg.pepr.uuid}.yaml`);
+      const docs = parseAllDocuments(readFileSync(manifest, "utf8")).filter(
+        d => (d.toJS() as Deployment).metadata.name !== `${NAME}-watcher`,
+      );
+      writeFileSync(manifest, docs.map(d => d.toString()).join(""));
+      rmSync(join(dir, `${cfg.pepr.uuid}-chart`, "templates", "watcher-deployment.yaml"));
+      const { stdout } = await runOverlay(valuesFile(text), {
+        ...process.env,
+        ADMISSION_GUARD_SETTINGS: "reports: {enabled: false}\nevents: {enabled: false}\n",
+      });
+      expect(stdout).toContain(
+        "cloud-identity: ServiceAccount annotations [eks.amazonaws.com/role-arn], admission pod labels [azure.workload.identity/use], projected token in the admission pods",
+      );
+      const after = manifestOf(dir);
+      expect(after.some(d => d.metadata.name === `${NAME}-watcher`)).toBe(false);
+      const admission = after.find(d => d.kind === "Deployment" && d.metadata.name === NAME)!;
+      expect(podsOf(admission, "server")).toEqual(
+        expected({ podLabels: { "azure.workload.identity/use": "true" }, token: AWS_TOKEN })
+          .admission,
+      );
     });
 
     it("a file that cannot work stops the build, naming the key", async () => {
@@ -336,6 +384,11 @@ admission:
           /projectedToken\.env: must be one of AWS_WEB_IDENTITY_TOKEN_FILE, AZURE_FEDERATED_TOKEN_FILE/,
         ],
         ["cloudIdentity:\n  roleArn: x\n", /cloudIdentity\.roleArn: not a key/],
+        // The watcher judges with the same images: its labels are the admission pods'.
+        [
+          'admission:\n  podLabels:\n    azure.workload.identity/use: "true"\nwatcher:\n  podLabels: {}\n',
+          /watcher\.podLabels: must be admission\.podLabels/,
+        ],
       ] as const)
         await expect(runOverlay(valuesFile(text))).rejects.toMatchObject({
           stderr: expect.stringMatching(key),
