@@ -31,7 +31,7 @@ import {
   podResources,
   type ContainerResources,
 } from "../resource-quota/resources";
-import { selectsNode, tolerates } from "../resource-quota/scheduler-filters";
+import { describeTaint, selectsNode, tolerates } from "../resource-quota/scheduler-filters";
 import { gpuNodes } from "./gpu-nodes";
 
 export const CAPABILITY = "accelerators";
@@ -248,7 +248,7 @@ function landsOnGpuNodes(spec: V1PodSpec, ctx: RuleContext): string | undefined 
   const tolerations = list<V1Toleration>(spec.tolerations);
   for (const [resource, nodes] of view.resources) {
     if (!nodes.taints.length || !nodes.taints.every(t => tolerates(tolerations, t))) continue;
-    const taints = nodes.taints.map(t => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`);
+    const taints = nodes.taints.map(describeTaint);
     return `tolerates ${taints.join(", ")}, the taint${taints.length > 1 ? "s" : ""} that keep${taints.length > 1 ? "" : "s"} other pods off the ${nodes.offering} node(s) offering ${resource}`;
   }
   const selects =

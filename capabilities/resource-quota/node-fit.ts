@@ -18,6 +18,7 @@ import type { PodResources, ResourceList } from "./resources";
 import { CAPABILITY } from "./quota";
 import {
   DAEMONSET_TOLERATIONS,
+  describeTaint,
   exclusion,
   NETWORK_UNAVAILABLE,
   tolerates,
@@ -132,7 +133,7 @@ function taintedOffer(
     if (!tainted) continue;
     const taints = schedulingTaints(tainted.cls.node.node)
       .filter(t => !tolerates(tolerations, t))
-      .map(t => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`);
+      .map(describeTaint);
     return `tolerate the taints of ${quote(nameOf(tainted.cls))}, which offers ${r}: ${taints.join(", ")} (spec.tolerations)`;
   }
   return undefined;

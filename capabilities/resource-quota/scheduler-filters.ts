@@ -30,6 +30,9 @@ export function tolerates(tolerations: V1Toleration[], taint: V1Taint): boolean 
   });
 }
 
+/** A taint as kubectl writes it: `key=value:Effect`, or `key:Effect` when it has no value. */
+export const describeTaint = (t: V1Taint) => `${t.key}${t.value ? `=${t.value}` : ""}:${t.effect}`;
+
 interface Requirement {
   key?: string;
   operator?: string;
