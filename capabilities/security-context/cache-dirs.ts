@@ -90,10 +90,7 @@ export function mountCacheDirs(
 ): void {
   const container = ref.container as unknown as Obj;
   for (const dir of cacheDirsToMount(user, identity, container)) {
-    const mounted = ctx.rec.changes.filter(
-      c => c.rule === CACHE_DIRS_RULE && c.message.includes(".volumeMounts["),
-    ).length;
-    if (mounted >= MAX_CACHE_DIR_MOUNTS) return;
-    mountScratch(ctx, ref, dir, CACHE_DIRS_RULE);
+    if (ctx.rec.cacheDirMounts >= MAX_CACHE_DIR_MOUNTS) return;
+    if (mountScratch(ctx, ref, dir, CACHE_DIRS_RULE)) ctx.rec.cacheDirMounts++;
   }
 }

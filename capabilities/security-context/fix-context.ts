@@ -61,6 +61,11 @@ export const unset = (x: unknown) => x === undefined || x === null;
 
 export class Recorder {
   readonly changes: RuleChange[] = [];
+  /**
+   * The cache-dir mounts made so far (cache-dirs.ts caps them per pod): counted, not searched for
+   * in `changes`, which grow with the pod author's containers (a search per container: its square).
+   */
+  cacheDirMounts = 0;
   set(obj: Obj, key: string, value: unknown, path: string, rule: string): void {
     obj[key] = value;
     this.changes.push({

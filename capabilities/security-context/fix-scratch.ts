@@ -9,10 +9,15 @@ export function normalizePath(path: string): string {
   return withoutTrailingSlashes(path) || "/";
 }
 
-/** An emptyDir mounted at `path` in the container, unless something already covers it. */
-export function mountScratch(ctx: FixContext, ref: ContainerRef, path: string, rule: string): void {
+/** An emptyDir mounted at `path` in the container, unless something already covers it: whether it was. */
+export function mountScratch(
+  ctx: FixContext,
+  ref: ContainerRef,
+  path: string,
+  rule: string,
+): boolean {
   const container = ref.container as unknown as Obj;
-  if (mountsCover(asArray(container.volumeMounts), path)) return;
+  if (mountsCover(asArray(container.volumeMounts), path)) return false;
   const name = scratchVolume(ctx, path, rule);
   const list = (container.volumeMounts ??= []) as unknown[];
   const mount = { name, mountPath: path };
@@ -21,6 +26,7 @@ export function mountScratch(ctx: FixContext, ref: ContainerRef, path: string, r
     rule,
     message: `${ref.path}.volumeMounts[${list.length - 1}]=${JSON.stringify(mount)}`,
   });
+  return true;
 }
 
 /** Whether the container already mounts something at `path` or at a directory above it. */

@@ -2,7 +2,7 @@
 // entrypoint /root/.venv/bin/python): /root is mode 700, so the non-root UID the module runs it as
 // cannot even start it, and no copy of WORKDIR helps. Said at admission, from the config alone.
 // Pure. Why: docs/adr/0038-ml-image-shapes-from-the-config.md
-import { underRoot } from "../../lib/images/config-shapes";
+import { rootPathDirs, underRoot } from "../../lib/images/config-shapes";
 import { bounded } from "../../lib/images/limits";
 import { asArray, asObject, type Obj } from "./checks/helpers";
 import type { ImageUser } from "./image-user";
@@ -30,12 +30,7 @@ export function underRootOf(container: Obj, user: ImageUser | undefined): string
     .map(asObject)
     .find(e => e?.name === "PATH");
   const path =
-    own === undefined
-      ? (user.shapes?.rootPath ?? [])
-      : String(own.value ?? "")
-          .split(":")
-          .filter(underRoot)
-          .slice(0, 8);
+    own === undefined ? (user.shapes?.rootPath ?? []) : rootPathDirs(String(own.value ?? ""));
   const said = path.length ? [`PATH ${bounded(path.join(":"))}`] : [];
   const program = programOf(container, user);
   if (program && underRoot(program)) said.push(`program ${bounded(program)}`);

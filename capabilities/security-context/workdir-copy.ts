@@ -180,10 +180,14 @@ function copiedResources(container: Obj): { resources?: Obj } {
  */
 export function copiersIn(spec: Obj | undefined): Set<string> {
   const out = new Set<string>();
-  const inits = asArray(spec?.initContainers).map(asObject);
+  // By name once, not searched per app container: both lists are the pod author's, and a pod of
+  // thousands of each would otherwise cost their product. The first of a name, as find() took it.
+  const inits = new Map<unknown, Obj | undefined>();
+  for (const init of asArray(spec?.initContainers).map(asObject))
+    if (!inits.has(init?.name)) inits.set(init?.name, init);
   for (const app of asArray(spec?.containers)) {
     const name = String(asObject(app)?.name ?? "");
-    const copier = inits.find(c => c?.name === copierName(name));
+    const copier = inits.get(copierName(name));
     const mounts = asArray(copier?.volumeMounts).map(asObject);
     if (mounts.some(m => m?.name === copyVolumeName(name) && m?.mountPath === COPY_TARGET))
       out.add(copierName(name));

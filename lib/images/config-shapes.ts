@@ -53,6 +53,11 @@ export function underRoot(path: string): boolean {
   return path === "/root" || path.startsWith("/root/");
 }
 
+/** A PATH's directories under /root, in its order, at most MAX_SHAPE_ENTRIES (image and pod alike). */
+export function rootPathDirs(path: string): string[] {
+  return path.split(":").filter(underRoot).slice(0, MAX_SHAPE_ENTRIES);
+}
+
 /** The directory an Env cache value names: an absolute path, or MLflow's file: URI's path. */
 export function cacheDirOf(name: string, value: string): string | undefined {
   const path = name === "MLFLOW_TRACKING_URI" ? /^file:(\/\/)?(\/.*)$/.exec(value)?.[2] : value;
@@ -89,7 +94,7 @@ export function shapesOf(config: Record<string, unknown>): ImageShapes | undefin
       const port = lowPort(value);
       if (port !== undefined) portEnv.push([bounded(name, 64), port]);
     } else if (name === "PATH") {
-      const dirs = value.split(":").filter(underRoot).slice(0, MAX_SHAPE_ENTRIES);
+      const dirs = rootPathDirs(value);
       if (dirs.length) out.rootPath = dirs.map(d => bounded(d));
     } else if (CACHE_ENV.has(name) && cacheDirs.length < MAX_SHAPE_ENTRIES) {
       const dir = cacheDirOf(name, value);

@@ -136,6 +136,42 @@ describe("a root image's Env-named cache dirs", () => {
       changes.filter(c => c.rule === "cacheDirs" && c.message.includes(".volumeMounts[")),
     ).toHaveLength(MAX_CACHE_DIR_MOUNTS);
   });
+
+  test("the bound is counted, not searched for in the pod's changes: a pod of thousands of containers costs in proportion", () => {
+    // One image, one absent cache dir, in every container: each container's fill once looked
+    // through every change recorded before it (the square of the containers, the pod author's).
+    const n = 2000;
+    const user = image(["HF_HOME=/data/hf"], [["/data/hf", null]]);
+    const p: Obj = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "ml" },
+      spec: { containers: Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image: "img" })) },
+    };
+    const users = new Map<V1Container, ImageUser>(
+      p.spec.containers.map((c: V1Container) => [c, user]),
+    );
+    // What every filter of the pass walks through, summed.
+    let walked = 0;
+    const filter = Array.prototype.filter;
+    const spy = jest.spyOn(Array.prototype, "filter").mockImplementation(function (
+      this: unknown[],
+      ...args: Parameters<typeof filter>
+    ) {
+      walked += this.length;
+      return filter.apply(this, args);
+    });
+    let changes;
+    try {
+      changes = fixPodSecurity(podTemplateOf(p as KubeObject)!, settings, { users });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(
+      changes.filter(c => c.rule === "cacheDirs" && c.message.includes(".volumeMounts[")),
+    ).toHaveLength(MAX_CACHE_DIR_MOUNTS);
+    expect(walked).toBeLessThan(100 * n);
+  });
 });
 
 describe("a root image's cache dir that root owns: named, never mounted over", () => {

@@ -5,7 +5,9 @@
 import { policies } from "../../../capabilities";
 import { identityFor, type ImageUser } from "../../../capabilities/security-context/image-user";
 import {
+  COPY_TARGET,
   copierName,
+  copiersIn,
   copyDecision,
   copyVolumeName,
 } from "../../../capabilities/security-context/workdir-copy";
@@ -264,4 +266,37 @@ test("two long container names sharing a prefix get names of their own, each a D
   }
   // Short names stay as they were.
   expect([copyVolumeName("main"), copierName("main")]).toEqual(["ag-workdir-main", "ag-copy-main"]);
+});
+
+describe("copiersIn", () => {
+  const copier = (app: string, mountPath = COPY_TARGET) => ({
+    name: copierName(app),
+    volumeMounts: [{ name: copyVolumeName(app), mountPath }],
+  });
+
+  it("names the init container that mounts an app container's copy, not one that only has its name", () => {
+    const spec = {
+      containers: [{ name: "main" }, { name: "side" }, { name: "other" }],
+      initContainers: [copier("main"), copier("side", "/elsewhere"), { name: "setup" }],
+    };
+    expect([...copiersIn(spec)]).toEqual([copierName("main")]);
+    // The first init of a name is the one looked at.
+    const twice = { ...spec, initContainers: [copier("main", "/elsewhere"), copier("main")] };
+    expect([...copiersIn(twice)]).toEqual([]);
+  });
+
+  it("reads each init container's name once, however many app containers the pod author writes", () => {
+    // Thousands of each: searched per app container, the reads would be their product.
+    const n = 2000;
+    let reads = 0;
+    const initContainers = Array.from({ length: n }, (_, i) => ({
+      get name() {
+        reads++;
+        return `init-${i}`;
+      },
+    }));
+    const containers = Array.from({ length: n }, (_, i) => ({ name: `app-${i}` }));
+    expect(copiersIn({ containers, initContainers }).size).toBe(0);
+    expect(reads).toBeLessThanOrEqual(2 * n);
+  });
 });
