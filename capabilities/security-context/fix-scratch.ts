@@ -67,21 +67,55 @@ function fnv1a(s: string): string {
   return h.toString(16).padStart(8, "0");
 }
 
+/** A pod's volumes by name (the first of each name) and the scratch name each base resolved to. */
+interface VolumeIndex {
+  byName: Map<string, Obj | undefined>;
+  resolved: Map<string, string>;
+  /** The list's length when last seen: a volume added by other code rebuilds the index. */
+  length: number;
+}
+// Per pod (its volumes list), built once: a pod author writes the volumes and the HOME paths, so
+// a search of every volume for every path and candidate name would be quadratic in them.
+const indexes = new WeakMap<unknown[], VolumeIndex>();
+
+function indexOf(volumes: unknown[]): VolumeIndex {
+  let index = indexes.get(volumes);
+  if (!index || index.length !== volumes.length) {
+    const byName = new Map<string, Obj | undefined>();
+    for (const v of volumes) {
+      const name = asObject(v)?.name;
+      if (typeof name === "string" && !byName.has(name)) byName.set(name, asObject(v));
+    }
+    indexes.set(volumes, (index = { byName, resolved: new Map(), length: volumes.length }));
+  }
+  return index;
+}
+
 /**
  * The emptyDir volume for a writable path: the one already in the pod under our name (shared by
  * every container), or a new one. A user's volume of another type under that name is never reused.
+ * Paths whose names agree ("/x_", "/x") share the answer: it depends on the name alone.
  */
 function scratchVolume(ctx: FixContext, path: string, rule: string): string {
   const { template, spec, rec } = ctx;
   const volumes = (spec.volumes ??= []) as unknown[];
+  const index = indexOf(volumes);
   const base = scratchVolumeName(path);
+  const known = index.resolved.get(base);
+  if (known) return known;
   for (let i = 1; ; i++) {
     const name = i === 1 ? base : `${base.slice(0, 60 - String(i).length)}-${i}`;
-    const existing = volumes.map(asObject).find(v => v?.name === name);
-    if (existing && asObject(existing.emptyDir)) return name;
-    if (existing) continue;
+    const existing = index.byName.get(name);
+    if (existing && asObject(existing.emptyDir)) {
+      index.resolved.set(base, name);
+      return name;
+    }
+    if (index.byName.has(name)) continue;
     const volume = { name, emptyDir: {} };
     volumes.push(volume);
+    index.byName.set(name, volume);
+    index.length = volumes.length;
+    index.resolved.set(base, name);
     rec.changes.push({
       rule,
       message: `${fieldPath(template, "spec.volumes")}[${volumes.length - 1}]=${JSON.stringify(volume)}`,

@@ -223,6 +223,32 @@ describe("writable paths", () => {
     ]);
   });
 
+  it("a pod's volumes are read once however many of our names it takes and containers it has (hostile: linear, not quadratic)", () => {
+    // Every candidate name taken by a user's volume of another type, and many containers to mount
+    // into: the search used to read every volume for every name for every container.
+    const taken = 300;
+    let nameReads = 0;
+    const volumes = Array.from({ length: taken }, (_, i) => {
+      const volume = { configMap: { name: "cm" } } as Obj;
+      const name = i === 0 ? "ag-writable-tmp" : `ag-writable-tmp-${i + 1}`;
+      Object.defineProperty(volume, "name", {
+        enumerable: true,
+        get: () => (nameReads++, name),
+      });
+      return volume;
+    });
+    const containers = Array.from({ length: 300 }, (_, i) => ({ name: `c${i}`, image: "x" }));
+    const p = pod({ containers, volumes });
+    fix(p, FILL.securityContext);
+    const ours = `ag-writable-tmp-${taken + 1}`;
+    expect(p.spec.volumes.slice(taken)).toEqual([{ name: ours, emptyDir: {} }]);
+    expect(
+      p.spec.containers.every((c: Obj) => c.volumeMounts?.some((m: Obj) => m.name === ours)),
+    ).toBe(true);
+    // Read once each to index them (the old search read them ~27 million times).
+    expect(nameReads).toBeLessThan(10 * taken);
+  });
+
   it("makes volume names valid DNS labels, also for long or odd paths", () => {
     for (const path of ["/tmp", "/", "/Var/Log_Files", `/${"deep/".repeat(30)}x`]) {
       const name = scratchVolumeName(path);
