@@ -23,20 +23,6 @@ export interface JunitSuite {
 // (a lone one is not a character) nor U+FFFE/U+FFFF.
 const NOT_XML_CHAR = /[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
 
-/** Text safe in an XML attribute value or element content. */
-export function xmlEscape(text: string): string {
-  return text
-    .replace(NOT_XML_CHAR, "\ufffd")
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&apos;")
-    .replace(/\t/g, "&#9;")
-    .replace(/\n/g, "&#10;")
-    .replace(/\r/g, "&#13;");
-}
-
 /** Element content keeps its line breaks (readable in CI); only attributes need them escaped. */
 const contentEscape = (text: string) =>
   text
@@ -44,6 +30,16 @@ const contentEscape = (text: string) =>
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;");
+
+/** Text safe in an XML attribute value or element content. */
+export function xmlEscape(text: string): string {
+  return contentEscape(text)
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&apos;")
+    .replace(/\t/g, "&#9;")
+    .replace(/\n/g, "&#10;")
+    .replace(/\r/g, "&#13;");
+}
 
 const attrs = (values: Record<string, string | number>) =>
   Object.entries(values)

@@ -216,10 +216,16 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
       const shown = file === abs ? given : join(given, relative(abs, file));
       try {
         const max = opts.maxFileBytes;
-        const size = max === undefined ? 0 : (await stat(file)).size;
-        if (max !== undefined && size > max) {
-          failed(shown, `${size} bytes, more than the ${max} a file may have`);
-          continue;
+        if (max !== undefined) {
+          const info = await stat(file);
+          // A device or a pipe (a link to /dev/zero) has no size to bound: it is not read at all.
+          const tooBig = !info.isFile()
+            ? "not a regular file"
+            : info.size > max && `${info.size} bytes, more than the ${max} a file may have`;
+          if (tooBig) {
+            failed(shown, tooBig);
+            continue;
+          }
         }
         out.push(parseManifest(await readFile(file, "utf8"), shown, file));
       } catch (e) {

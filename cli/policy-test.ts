@@ -394,6 +394,12 @@ export async function runTest(argv: string[], io: CliIO): Promise<number> {
     readStdin: async () => "",
     maxFileBytes: LIMITS.fileBytes,
   });
+  // The rules a test may name: the module's, the same for every test of the run.
+  const judges = [...io.policies, ...(io.validators ?? [])];
+  const known = {
+    violations: new Set(judges.flatMap(p => p.rules.map(r => `${p.name}/${r}`))),
+    capabilities: new Set(judges.map(p => p.name)),
+  };
   const results: FileResult[] = [];
   let tests = 0;
   for (const file of found) {
@@ -420,11 +426,7 @@ export async function runTest(argv: string[], io: CliIO): Promise<number> {
         results.push({ file: shown, test: shown, cases: [], errors: parsed.problems });
         continue;
       }
-      const judges = [...io.policies, ...(io.validators ?? [])];
-      const unknown = unknownRules(parsed.test, {
-        violations: new Set(judges.flatMap(p => p.rules.map(r => `${p.name}/${r}`))),
-        capabilities: new Set(judges.map(p => p.name)),
-      });
+      const unknown = unknownRules(parsed.test, known);
       if (unknown.length) {
         results.push({ file: shown, test: parsed.test.metadata.name, cases: [], errors: unknown });
         continue;

@@ -114,8 +114,10 @@ export function textSummary(results: Checked[], style: Style): string {
   const fixed = handled.filter(c => c.review.changes.length).length;
   const skipped = new Map<string, number>();
   // The module's own test files, met when `check` walks a folder that holds them (examples/).
-  const policyTests = results.filter(c => !c.review.handled && c.review.kind === POLICY_TEST_KIND);
-  for (const c of results.filter(c => !c.review.handled && !policyTests.includes(c))) {
+  const unhandled = results.filter(c => !c.review.handled);
+  const policyTests = unhandled.filter(c => c.review.kind === POLICY_TEST_KIND).length;
+  const notHandled = unhandled.filter(c => c.review.kind !== POLICY_TEST_KIND);
+  for (const c of notHandled) {
     const kind = c.review.kind || "(no kind)";
     skipped.set(kind, (skipped.get(kind) ?? 0) + 1);
   }
@@ -126,13 +128,11 @@ export function textSummary(results: Checked[], style: Style): string {
   ];
   if (skipped.size) {
     const kinds = [...skipped].map(([k, n]) => (n > 1 ? `${k} x${n}` : k)).join(", ");
-    parts.push(
-      `${results.length - handled.length - policyTests.length} not handled by admission-guard (${kinds})`,
-    );
+    parts.push(`${notHandled.length} not handled by admission-guard (${kinds})`);
   }
-  if (policyTests.length)
+  if (policyTests)
     parts.push(
-      `${policyTests.length} policy test file${policyTests.length === 1 ? "" : "s"} (run by admission-guard test)`,
+      `${policyTests} policy test file${policyTests === 1 ? "" : "s"} (run by admission-guard test)`,
     );
   return `${results.length} object${results.length === 1 ? "" : "s"}: ${parts.join(", ")}`;
 }

@@ -18,6 +18,7 @@ import { readFileSync } from "node:fs";
 import { posix } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { parse } from "yaml";
+import { isRecord } from "../../lib/objects/record";
 import type { OverlayEntry, Select, TemplateInsert } from "./apply";
 
 /** The values file's shape (the keys the overlay reads; any other is an error). */
@@ -49,16 +50,13 @@ const SELECTOR_LABELS = Object.keys(selectorOf("", "admission"));
 const LABEL_VALUE = /^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$/;
 const NAME = /^([A-Za-z0-9.-]{1,253}\/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 
-const isMap = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === "object" && !Array.isArray(v);
-
 /** deploy/cloud-identity.yaml, checked: every problem named with its key. */
 export function readCloudIdentity(file: URL): CloudIdentityValues {
   const problems: string[] = [];
   const whole = parse(readFileSync(file, "utf8")) ?? {};
   const section = (value: unknown, key: string, known: string[]) => {
     if (value === undefined) return {};
-    if (!isMap(value)) {
+    if (!isRecord(value)) {
       problems.push(`${key}: must be a mapping`);
       return {};
     }
@@ -75,7 +73,7 @@ export function readCloudIdentity(file: URL): CloudIdentityValues {
   const admission = section(top.admission, "admission", ["podLabels"]);
   const watcher = section(top.watcher, "watcher", ["podLabels"]);
   const strings = (value: unknown, key: string, valid: (v: string) => boolean = () => true) => {
-    const map = section(value, key, Object.keys(isMap(value) ? value : {}));
+    const map = section(value, key, Object.keys(isRecord(value) ? value : {}));
     for (const [k, v] of Object.entries(map)) {
       if (!NAME.test(k))
         problems.push(`${key}: ${JSON.stringify(k)} is not a label or annotation key`);

@@ -292,6 +292,16 @@ describe("admission-guard test: a test file is checked like check's input", () =
     );
   });
 
+  it("a link to a device beside the tests (/dev/zero, no size to bound) is an error, not read", async () => {
+    const dir = tempTree({
+      "tests/t.yaml": `${header}${pod}cases:\n  - {name: a, resource: Pod/ml/p, expect: {verdict: allowed}}\n`,
+    });
+    symlinkSync("/dev/zero", join(dir, "tests/zero.yaml"));
+    const r = await test(["tests"], dir);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("tests/zero.yaml: not a regular file");
+  });
+
   it("other files beside the tests (a settings file, resources) are not tests, and not errors", async () => {
     const dir = tempTree({
       "tests/settings.yaml": "registries:\n  allowed: [registry.example.com]\n",
